@@ -1,0 +1,148 @@
+package tool
+
+import (
+	"sync"
+	"time"
+
+	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/workspace"
+)
+
+// Limits are the caps tools apply. Zero fields take the defaults below.
+type Limits struct {
+	// DefaultTimeout applies to Bash calls that give none.
+	DefaultTimeout time.Duration
+	// MaxTimeout is the largest Bash timeout honoured.
+	MaxTimeout time.Duration
+	// MaxOutputChars is how much Bash output is returned inline.
+	MaxOutputChars int
+	// MaxReadBytes is the largest file Read returns without offset/limit.
+	MaxReadBytes int64
+	// MaxOutputMemory is how many bytes of one call's output are held in
+	// memory; the rest goes to the output file only.
+	MaxOutputMemory int
+	// ProgressInterval is the shortest time between two Progress events of
+	// a call.
+	ProgressInterval time.Duration
+}
+
+// Default limits, matching Claude Code where it has one.
+const (
+	DefaultTimeout          = 2 * time.Minute
+	DefaultMaxTimeout       = 10 * time.Minute
+	DefaultMaxOutputChars   = 30000
+	DefaultMaxReadBytes     = 256 * 1024
+	DefaultMaxOutputMemory  = 8 << 20
+	DefaultProgressInterval = 50 * time.Millisecond
+)
+
+// WithDefaults returns l with every zero field set to its default.
+func (l Limits) WithDefaults() Limits {
+	if l.DefaultTimeout <= 0 {
+		l.DefaultTimeout = DefaultTimeout
+	}
+	if l.MaxTimeout <= 0 {
+		l.MaxTimeout = DefaultMaxTimeout
+	}
+	if l.MaxTimeout < l.DefaultTimeout {
+		l.MaxTimeout = l.DefaultTimeout
+	}
+	if l.MaxOutputChars <= 0 {
+		l.MaxOutputChars = DefaultMaxOutputChars
+	}
+	if l.MaxReadBytes <= 0 {
+		l.MaxReadBytes = DefaultMaxReadBytes
+	}
+	if l.MaxOutputMemory <= 0 {
+		l.MaxOutputMemory = DefaultMaxOutputMemory
+	}
+	if l.ProgressInterval <= 0 {
+		l.ProgressInterval = DefaultProgressInterval
+	}
+	return l
+}
+
+// Env is the per-session state tools share. One Env lives as long as its
+// session; tools of the session may use it from many goroutines.
+type Env struct {
+	// SessionID identifies the session.
+	SessionID string
+	// Files gives traversal-safe access to the session's allowed roots.
+	Files *workspace.Workspace
+	// Procs starts confined processes for the session.
+	Procs *sandbox.Runner
+	// TempDir is the session's private scratch directory (also TMPDIR of
+	// its processes).
+	TempDir string
+	// OutputDir holds full outputs of shortened results and background
+	// shells; Read can open files there.
+	OutputDir string
+	// Limits are the caps of this session.
+	Limits Limits
+	// Reads records which files the model has read.
+	Reads *FileState
+
+	mu      sync.Mutex // guards the fields below
+	cwd     string
+	values  map[any]any
+	closers []func()
+	closed  bool
+}
+
+// Cwd returns the working directory of the session's shell.
+func (e *Env) Cwd() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cwd == "" && e.Files != nil {
+		return e.Files.Dir()
+	}
+	return e.cwd
+}
+
+// SetCwd changes the working directory of the session's shell.
+func (e *Env) SetCwd(dir string) {
+	e.mu.Lock()
+	e.cwd = dir
+	e.mu.Unlock()
+}
+
+// Value returns the session value stored under key, creating it with create
+// on first use. Tool packages keep their own per-session state this way,
+// under an unexported key type.
+func (e *Env) Value(key any, create func() any) any {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if v, ok := e.values[key]; ok {
+		return v
+	}
+	if e.values == nil {
+		e.values = make(map[any]any)
+	}
+	v := create()
+	e.values[key] = v
+	return v
+}
+
+// OnClose registers f to run when the session ends, in reverse order of
+// registration. If the session already ended, f runs at once.
+func (e *Env) OnClose(f func()) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		f()
+		return
+	}
+	e.closers = append(e.closers, f)
+	e.mu.Unlock()
+}
+
+// Close runs the functions registered with OnClose. It is idempotent.
+func (e *Env) Close() {
+	e.mu.Lock()
+	closers := e.closers
+	e.closers, e.closed = nil, true
+	e.mu.Unlock()
+	for i := len(closers) - 1; i >= 0; i-- {
+		closers[i]()
+	}
+}

@@ -1,0 +1,100 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Concurrency is a tool's concurrency class.
+type Concurrency int
+
+const (
+	// ConcurrencyNever means every call runs alone, as a barrier.
+	ConcurrencyNever Concurrency = iota
+	// ConcurrencyAlways means every call may run beside other safe calls.
+	ConcurrencyAlways
+	// ConcurrencyDependsOnInput means Tool.ConcurrencySafe decides per call.
+	ConcurrencyDependsOnInput
+)
+
+// Spec describes a tool to the model and to the scheduler.
+type Spec struct {
+	// Name is what the model calls the tool.
+	Name string
+	// Description tells the model what the tool does and how to use it well.
+	Description string
+	// InputSchema is the JSON Schema of the input object, as sent to the
+	// Messages API.
+	InputSchema json.RawMessage
+	// ReadOnly is true when the tool never changes files or state.
+	ReadOnly bool
+	// Concurrency is the tool's concurrency class.
+	Concurrency Concurrency
+	// Hidden tools are callable but not offered to the model; older names
+	// such as BashOutput are registered this way.
+	Hidden bool
+}
+
+// Tool is one executable tool.
+//
+// The executor calls the methods in this order: the input is parsed and
+// checked against Spec.InputSchema first; ConcurrencySafe is asked when the
+// call is queued; Validate and Run happen when the call leaves the queue, so
+// that Validate sees the effects of the calls before it (a Read before an
+// Edit of the same message).
+type Tool interface {
+	// Spec returns the tool's description. It must not change.
+	Spec() Spec
+	// ConcurrencySafe reports whether a call with this schema-valid input may
+	// run in parallel with other safe calls.
+	ConcurrencySafe(input json.RawMessage) bool
+	// Validate runs the tool's own checks on a schema-valid input (read before
+	// write, file exists, ...). A non-nil error is reported to the model as an
+	// invalid-input result; return an *InputError to choose its text.
+	Validate(ctx context.Context, env *Env, input json.RawMessage) error
+	// Run executes the call. The tool's own failures belong in the Result
+	// (IsError), never in a panic; ctx is cancelled on abort and timeout.
+	Run(ctx context.Context, env *Env, call *Call) *Result
+}
+
+// Call is one tool call handed to Tool.Run.
+type Call struct {
+	// ID is the tool_use id.
+	ID string
+	// Name is the tool's canonical name.
+	Name string
+	// Input is the schema-valid input object.
+	Input json.RawMessage
+	// Timeout is an upper bound from the client, zero for none. Tools with
+	// their own timeout (Bash) use the smaller of the two.
+	Timeout time.Duration
+	// Progress reports output as it appears. Never nil; safe to call from
+	// any goroutine, but not after Run returns.
+	Progress func(Progress)
+}
+
+// Progress is incremental output of a running call.
+type Progress struct {
+	// Output is new output since the last Progress (may be empty: a
+	// heartbeat that only moves Elapsed).
+	Output []byte
+	// Elapsed is the time since the call started.
+	Elapsed time.Duration
+	// TotalLines counts output lines so far.
+	TotalLines uint64
+	// TotalBytes counts output bytes so far.
+	TotalBytes uint64
+}
+
+// InputError is a failed tool-specific check. The executor reports Msg to the
+// model wrapped in <tool_use_error> tags.
+type InputError struct {
+	Msg string
+}
+
+// Error returns the message.
+func (e *InputError) Error() string { return e.Msg }
+
+// Invalid returns an *InputError with a formatted message.
+func Invalid(msg string) error { return &InputError{Msg: msg} }
