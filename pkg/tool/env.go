@@ -81,12 +81,31 @@ type Env struct {
 	Limits Limits
 	// Reads records which files the model has read.
 	Reads *FileState
+	// Notify tells the client that a background task finished. Set by the
+	// executor; nil means nobody listens.
+	Notify func(TaskNotice)
 
 	mu      sync.Mutex // guards the fields below
 	cwd     string
 	values  map[any]any
 	closers []func()
 	closed  bool
+}
+
+// TaskNotice reports the end of a background task.
+type TaskNotice struct {
+	// TaskID is the background task id.
+	TaskID string
+	// ToolUseID is the tool_use that started the task.
+	ToolUseID string
+	// OutputPath is the task's output file.
+	OutputPath string
+	// Status is "completed", "failed" or "killed".
+	Status string
+	// ExitCode is set when the task exited.
+	ExitCode *int
+	// Summary is one line for the model.
+	Summary string
 }
 
 // Cwd returns the working directory of the session's shell.

@@ -98,3 +98,14 @@ func (e *InputError) Error() string { return e.Msg }
 
 // Invalid returns an *InputError with a formatted message.
 func Invalid(msg string) error { return &InputError{Msg: msg} }
+
+// DeniedError is an action the sandbox refused (a path outside the allowed
+// roots, a denied file pattern, ...). The executor reports Msg to the model
+// wrapped in <tool_use_error> tags with the sandbox-denied outcome, so the
+// model learns what was refused and why.
+type DeniedError struct {
+	Msg string
+}
+
+// Error returns the message.
+func (e *DeniedError) Error() string { return e.Msg }
