@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/embedded"
+	"github.com/toolwire/toolwire/pkg/execgrpc"
+	"github.com/toolwire/toolwire/pkg/rpcserver"
+	"github.com/toolwire/toolwire/pkg/sandbox"
+)
+
+func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("toolsvc call", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "", `toolsvc address: "host:port" or "unix:///path/to.sock"`)
+	useEmbedded := fs.Bool("embedded", false, "run the calls in an executor inside this process (on --root)")
+	progress := fs.Bool("progress", false, "write progress events to stderr as JSON lines")
+	sessionID := fs.String("session", "", "session id (default: chosen by the executor)")
+	workspace := fs.String("workspace", "", "session workspace, relative to the executor's root")
+	completion := fs.Bool("completion-order", false, "print results in completion order instead of tool_use order")
+	config := executorFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: toolsvc call (--addr ADDR | --embedded) [flags] < tool_uses.json
+
+Reads tool_use blocks on stdin — an assistant message in Anthropic format, an
+array of content blocks, or one block per line — runs them over one Execute
+stream and prints their tool_result blocks as a JSON array. A block whose
+"input" is a JSON string is sent as the raw input text, so unparsable input
+can be tried. Exits 0 when every call got a result, errors included.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return errUsage
+	}
+	if (*addr == "") == !*useEmbedded {
+		fmt.Fprintln(stderr, "toolsvc call: give exactly one of --addr or --embedded")
+		return errUsage
+	}
+	uses, err := readToolUses(stdin)
+	if err != nil {
+		return err
+	}
+
+	var client executorv1.ExecutorServiceClient
+	if *useEmbedded {
+		if err := sandbox.BecomeSubreaper(); err != nil {
+			return fmt.Errorf("become child subreaper: %w", err)
+		}
+		ex, err := embedded.Start(ctx, config())
+		if err != nil {
+			return err
+		}
+		defer ex.Close()
+		client = ex.Client()
+	} else {
+		conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes)))
+		if err != nil {
+			return fmt.Errorf("connect to %s: %w", *addr, err)
+		}
+		defer conn.Close()
+		client = executorv1.NewExecutorServiceClient(conn)
+	}
+
+	order := executorv1.ResultOrder_RESULT_ORDER_TOOL_USE
+	if *completion {
+		order = executorv1.ResultOrder_RESULT_ORDER_COMPLETION
+	}
+	results, err := runCalls(ctx, client, &executorv1.Open{
+		SessionId: *sessionID, Workspace: *workspace, ClientName: "toolsvc call", ClientVersion: version,
+		Options: &executorv1.SessionOptions{ResultOrder: order},
+	}, uses, progressWriter(*progress, stderr))
+	if err != nil {
+		return err
+	}
+	blocks := make([]execgrpc.ToolResultBlock, 0, len(results))
+	for _, r := range results {
+		blocks = append(blocks, execgrpc.ToolResult(r))
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(blocks)
+}
+
+// progressWriter returns a function that prints non-result events as JSON
+// lines, or nil.
+func progressWriter(enabled bool, w io.Writer) func(*executorv1.ExecuteResponse) {
+	if !enabled {
+		return nil
+	}
+	return func(ev *executorv1.ExecuteResponse) {
+		b, err := protojson.Marshal(ev)
+		if err == nil {
+			fmt.Fprintf(w, "%s\n", b)
+		}
+	}
+}
+
+// runCalls opens a session, sends every tool use, half-closes, and collects
+// one Result per distinct tool_use id in the order they arrive.
+func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open *executorv1.Open, uses []*executorv1.ToolUse, onEvent func(*executorv1.ExecuteResponse)) ([]*executorv1.Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := client.Execute(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open Execute stream: %w", err)
+	}
+	if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: open}}); err != nil {
+		return nil, fmt.Errorf("send open: %w", err)
+	}
+	for _, u := range uses {
+		if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_ToolUse{ToolUse: u}}); err != nil {
+			return nil, fmt.Errorf("send tool_use %s: %w", u.GetId(), err)
+		}
+	}
+	if err := stream.CloseSend(); err != nil {
+		return nil, fmt.Errorf("close send: %w", err)
+	}
+	want := make(map[string]bool, len(uses))
+	for _, u := range uses {
+		want[u.GetId()] = true
+	}
+	var results []*executorv1.Result
+	for {
+		ev, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return results, fmt.Errorf("receive: %w", err)
+		}
+		if r := ev.GetResult(); r != nil {
+			if want[r.GetToolUseId()] {
+				delete(want, r.GetToolUseId())
+				results = append(results, r)
+			}
+			continue
+		}
+		if onEvent != nil {
+			onEvent(ev)
+		}
+	}
+	if len(want) > 0 {
+		return results, fmt.Errorf("the stream ended before %d call(s) got a result", len(want))
+	}
+	return results, nil
+}
+
+// block is the part of an Anthropic content block toolsvc call reads.
+type block struct {
+	Type  string          `json:"type"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// message is an Anthropic assistant message.
+type message struct {
+	ID      string  `json:"id"`
+	Content []block `json:"content"`
+}
+
+// readToolUses reads the tool_use blocks of stdin: one or more JSON values,
+// each an assistant message, an array of blocks, or a single block.
+func readToolUses(r io.Reader) ([]*executorv1.ToolUse, error) {
+	dec := json.NewDecoder(bufio.NewReader(r))
+	var uses []*executorv1.ToolUse
+	for n := 1; ; n++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("stdin: value %d is not JSON: %w", n, err)
+		}
+		raw = bytes.TrimSpace(raw)
+		msgID := fmt.Sprintf("msg_stdin_%d", n)
+		var blocks []block
+		switch {
+		case len(raw) > 0 && raw[0] == '[':
+			if err := json.Unmarshal(raw, &blocks); err != nil {
+				return nil, fmt.Errorf("stdin: value %d: %w", n, err)
+			}
+		default:
+			var m message
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return nil, fmt.Errorf("stdin: value %d: %w", n, err)
+			}
+			if m.Content != nil {
+				blocks = m.Content
+				if m.ID != "" {
+					msgID = m.ID
+				}
+			} else {
+				var b block
+				if err := json.Unmarshal(raw, &b); err != nil {
+					return nil, fmt.Errorf("stdin: value %d: %w", n, err)
+				}
+				blocks = []block{b}
+				msgID = "msg_stdin"
+			}
+		}
+		for _, b := range blocks {
+			if b.Type != "tool_use" {
+				continue
+			}
+			if b.ID == "" {
+				return nil, errors.New("stdin: a tool_use block has no id")
+			}
+			uses = append(uses, &executorv1.ToolUse{Id: b.ID, Name: b.Name, InputJson: inputText(b.Input), AssistantMessageId: msgID})
+		}
+	}
+	if len(uses) == 0 {
+		return nil, errors.New("stdin holds no tool_use blocks")
+	}
+	return uses, nil
+}
+
+// inputText returns the input text to send: a JSON string is taken as the
+// raw text the model produced; anything else is sent as is.
+func inputText(raw json.RawMessage) string {
+	var s string
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if len(raw) == 0 {
+		return "{}"
+	}
+	return string(raw)
+}

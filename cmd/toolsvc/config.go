@@ -1,0 +1,81 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolwire/toolwire/pkg/execsvc"
+	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/tool"
+)
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// executorFlags registers the flags that configure an executor, shared by
+// serve and call --embedded, and returns a function that builds the config.
+func executorFlags(fs *flag.FlagSet) func() execsvc.Config {
+	var (
+		root         = fs.String("root", ".", "workspace root: sessions work here or in directories under it")
+		sessionDirs  = fs.Bool("session-dirs", false, "give each session without a workspace its own directory under --root")
+		maxConc      = fs.Int("max-concurrency", envInt("TOOLWIRE_MAX_TOOL_CONCURRENCY", 10), "parallel concurrency-safe calls per session (env TOOLWIRE_MAX_TOOL_CONCURRENCY)")
+		defTimeout   = fs.Duration("default-timeout", tool.DefaultTimeout, "Bash timeout when a call gives none")
+		maxTimeout   = fs.Duration("max-timeout", tool.DefaultMaxTimeout, "largest Bash timeout a call may ask for")
+		maxOutput    = fs.Int("max-output-chars", tool.DefaultMaxOutputChars, "Bash output returned inline before it is shortened")
+		maxRead      = fs.Int64("max-read-bytes", tool.DefaultMaxReadBytes, "largest file Read returns without offset/limit")
+		retention    = fs.Duration("retention", 5*time.Minute, "how long a disconnected session and its events are kept for resume")
+		permTimeout  = fs.Duration("permission-timeout", 5*time.Minute, "how long a call waits for a permission decision before it is denied")
+		backend      = fs.String("sandbox", "landlock", `process confinement: "landlock" or "none" (no confinement; only when you mean it)`)
+		network      = fs.String("network", "none", `network of tool processes: "none" (loopback only) or "host"`)
+		runAs        = fs.String("run-as", "", "user tool processes run as when toolsvc runs as root (default nobody)")
+		readOnly     listFlag
+		readWrite    listFlag
+		deny         listFlag
+		sysReadPaths listFlag
+	)
+	fs.Var(&readOnly, "ro", "extra directory every session may read (repeatable)")
+	fs.Var(&readWrite, "rw", "extra directory every session may read and write (repeatable)")
+	fs.Var(&deny, "deny", "path pattern file tools refuse, e.g. '**/*.key' (repeatable; replaces the defaults)")
+	fs.Var(&sysReadPaths, "sandbox-read", "extra directory sandboxed processes may read, besides the system directories (repeatable)")
+	return func() execsvc.Config {
+		cfg := execsvc.Config{
+			Root:        *root,
+			SessionDirs: *sessionDirs,
+			ReadOnly:    readOnly,
+			ReadWrite:   readWrite,
+			Limits: tool.Limits{
+				DefaultTimeout: *defTimeout,
+				MaxTimeout:     *maxTimeout,
+				MaxOutputChars: *maxOutput,
+				MaxReadBytes:   *maxRead,
+			},
+			MaxConcurrency:    *maxConc,
+			Retention:         *retention,
+			PermissionTimeout: *permTimeout,
+			Version:           version,
+			Sandbox: sandbox.Config{
+				Backend:       *backend,
+				Network:       *network,
+				RunAsUser:     *runAs,
+				ReadOnlyPaths: append(sandbox.DefaultReadOnlyPaths(), sysReadPaths...),
+			},
+		}
+		if len(deny) > 0 {
+			cfg.Deny = deny
+		}
+		return cfg
+	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,206 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+var toolsvcBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "toolsvc-test-")
+	if err != nil {
+		panic(err)
+	}
+	toolsvcBin = filepath.Join(dir, "toolsvc")
+	out, err := exec.Command("go", "build", "-o", toolsvcBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build toolsvc: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// toolResult is the Anthropic tool_result block toolsvc call prints.
+type toolResult struct {
+	Type      string `json:"type"`
+	ToolUseID string `json:"tool_use_id"`
+	Content   any    `json:"content"`
+	IsError   *bool  `json:"is_error"`
+}
+
+func runCall(t *testing.T, stdin string, args ...string) []toolResult {
+	t.Helper()
+	cmd := exec.Command(toolsvcBin, append([]string{"call"}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("toolsvc call: %v\nstderr: %s", err, stderr.String())
+	}
+	var rs []toolResult
+	if err := json.Unmarshal(stdout.Bytes(), &rs); err != nil {
+		t.Fatalf("output is not a JSON array of tool_result blocks: %v\n%s", err, stdout.String())
+	}
+	return rs
+}
+
+func TestCallEmbeddedAssistantMessage(t *testing.T) {
+	root := t.TempDir()
+	msg := `{"id":"msg_1","role":"assistant","content":[
+		{"type":"text","text":"Let me look."},
+		{"type":"tool_use","id":"toolu_w","name":"Write","input":{"file_path":"notes.txt","content":"alpha\nbeta\n"}},
+		{"type":"tool_use","id":"toolu_r","name":"Read","input":{"file_path":"notes.txt"}},
+		{"type":"tool_use","id":"toolu_b","name":"Bash","input":{"command":"echo out; echo err >&2; exit 3"}},
+		{"type":"tool_use","id":"toolu_bad","name":"Read","input":"{\"file_path\": "},
+		{"type":"tool_use","id":"toolu_x","name":"NoSuchTool","input":{}}
+	]}`
+	rs := runCall(t, msg, "--embedded", "--root", root)
+	want := []struct {
+		id, content string
+		isError     *bool
+	}{
+		{"toolu_w", "File created successfully at: notes.txt", nil},
+		{"toolu_r", "1\talpha\n2\tbeta\n3\t", nil},
+		{"toolu_b", "Exit code 3\nout\nerr", ptr(true)},
+		{"toolu_bad", "<tool_use_error>InputValidationError: Read was called with input that could not be parsed as JSON.", ptr(true)},
+		{"toolu_x", "<tool_use_error>Error: No such tool available: NoSuchTool</tool_use_error>", ptr(true)},
+	}
+	if len(rs) != len(want) {
+		t.Fatalf("got %d results, want %d: %+v", len(rs), len(want), rs)
+	}
+	for i, w := range want {
+		r := rs[i]
+		content, _ := r.Content.(string)
+		if r.Type != "tool_result" || r.ToolUseID != w.id || !strings.HasPrefix(content, w.content) {
+			t.Errorf("result %d: %+v, want id %s content starting %q", i, r, w.id, w.content)
+		}
+		if (r.IsError == nil) != (w.isError == nil) || (r.IsError != nil && *r.IsError != *w.isError) {
+			t.Errorf("result %d (%s): is_error %v, want %v", i, w.id, deref(r.IsError), deref(w.isError))
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "notes.txt")); err != nil || string(b) != "alpha\nbeta\n" {
+		t.Fatalf("file written: %q %v", b, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref(b *bool) any {
+	if b == nil {
+		return "absent"
+	}
+	return *b
+}
+
+func TestCallBlockPerLine(t *testing.T) {
+	in := `{"type":"tool_use","id":"a","name":"Bash","input":{"command":"echo one"}}
+{"type":"tool_use","id":"b","name":"Bash","input":{"command":"echo two"}}
+`
+	rs := runCall(t, in, "--embedded", "--root", t.TempDir())
+	if len(rs) != 2 || rs[0].Content != "one" || rs[1].Content != "two" || rs[0].IsError == nil || *rs[0].IsError {
+		t.Fatalf("results %+v", rs)
+	}
+}
+
+// startServe runs toolsvc serve on a free loopback port and returns its
+// address; the process is stopped with SIGTERM when the test ends.
+func startServe(t *testing.T, root string, extra ...string) (string, *exec.Cmd) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	cmd := exec.Command(toolsvcBin, append([]string{"serve", "--listen", addr, "--root", root, "--log-format", "text"}, extra...)...)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("toolsvc logs:\n%s", logs.String())
+		}
+	})
+	waitServing(t, addr)
+	return addr, cmd
+}
+
+func waitServing(t *testing.T, addr string) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "toolwire.executor.v1.ExecutorService"})
+		cancel()
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("toolsvc at %s not serving: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestServeOverTCPAndCall(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("needle\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := startServe(t, root)
+	in := `[{"type":"tool_use","id":"g","name":"Grep","input":{"pattern":"needle"}},
+	        {"type":"tool_use","id":"l","name":"Glob","input":{"pattern":"*.txt"}}]`
+	rs := runCall(t, in, "--addr", addr)
+	if len(rs) != 2 || rs[0].Content != "Found 1 file\na.txt" || rs[1].Content != "a.txt" {
+		t.Fatalf("results %+v", rs)
+	}
+}
+
+func TestServeUnixSocketAndSIGTERM(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "toolsvc.sock")
+	cmd := exec.Command(toolsvcBin, "serve", "--listen", "unix://"+sock, "--root", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitServing(t, "unix://"+sock)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("toolsvc exited with %v after SIGTERM, want 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("toolsvc did not stop after SIGTERM")
+	}
+}

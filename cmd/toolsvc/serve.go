@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execgrpc"
+	"github.com/toolwire/toolwire/pkg/execsvc"
+	"github.com/toolwire/toolwire/pkg/rpcserver"
+	"github.com/toolwire/toolwire/pkg/sandbox"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("toolsvc serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:7070", `address to serve on: "host:port" or "unix:///path/to.sock"`)
+	grace := fs.Duration("grace", 30*time.Second, "on SIGTERM, how long running calls may finish before they are killed")
+	logFormat := fs.String("log-format", "json", "log format: json or text")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	config := executorFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return errUsage
+	}
+	log, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	cfg := config()
+	cfg.Logger = log
+	if err := sandbox.BecomeSubreaper(); err != nil {
+		return fmt.Errorf("become child subreaper: %w", err)
+	}
+	ex, err := execsvc.New(cfg)
+	if err != nil {
+		return err
+	}
+	lis, err := rpcserver.Listen(*listen)
+	if err != nil {
+		return err
+	}
+	srv := rpcserver.New(log)
+	executorv1.RegisterExecutorServiceServer(srv.Server, execgrpc.NewServer(ex, log))
+	srv.Health.SetServingStatus(executorv1.ExecutorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(lis) }()
+	log.Info("toolsvc listening", "addr", lis.Addr().String(), "root", cfg.Root, "sandbox", cfg.Sandbox.Backend, "version", version)
+
+	select {
+	case err := <-serveErr:
+		ex.Close()
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("draining: no new sessions; running calls get a grace period", "grace", *grace)
+	srv.Health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	srv.Health.SetServingStatus(executorv1.ExecutorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+	ex.Drain(context.Background(), *grace)
+	srv.Shutdown(5 * time.Second)
+	log.Info("toolsvc stopped")
+	return nil
+}

@@ -1,0 +1,82 @@
+// Package embedded runs a complete toolsvc inside the calling process,
+// reached over an in-memory connection. The orchestrator uses it when no
+// executor address is given, and `toolsvc call --embedded` uses it too: the
+// calls still go through the real gRPC stack and the same server code as a
+// remote toolsvc, so an embedded and a remote executor behave alike.
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execgrpc"
+	"github.com/toolwire/toolwire/pkg/execsvc"
+	"github.com/toolwire/toolwire/pkg/executor"
+	"github.com/toolwire/toolwire/pkg/rpcserver"
+)
+
+// Config configures the embedded executor; it is the same as toolsvc's.
+type Config = execsvc.Config
+
+// bufferSize is the in-memory connection's buffer.
+const bufferSize = 1 << 20
+
+// Executor is a running in-process toolsvc.
+type Executor struct {
+	ex   *executor.Executor
+	srv  *rpcserver.Server
+	conn *grpc.ClientConn
+	done chan struct{}
+}
+
+// Start builds the executor and serves it on an in-memory listener.
+func Start(ctx context.Context, cfg Config) (*Executor, error) {
+	ex, err := execsvc.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	lis := bufconn.Listen(bufferSize)
+	srv := rpcserver.New(cfg.Logger)
+	executorv1.RegisterExecutorServiceServer(srv.Server, execgrpc.NewServer(ex, cfg.Logger))
+	e := &Executor{ex: ex, srv: srv, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		_ = srv.Serve(lis)
+	}()
+	conn, err := grpc.NewClient("passthrough:///embedded",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes), grpc.MaxCallSendMsgSize(rpcserver.MaxMessageBytes)),
+	)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("connect to the embedded executor: %w", err)
+	}
+	e.conn = conn
+	return e, nil
+}
+
+// Conn returns the client connection to the embedded executor.
+func (e *Executor) Conn() *grpc.ClientConn { return e.conn }
+
+// Client returns an ExecutorService client on Conn.
+func (e *Executor) Client() executorv1.ExecutorServiceClient {
+	return executorv1.NewExecutorServiceClient(e.conn)
+}
+
+// Close ends every session (running calls are killed and reported
+// interrupted), then stops the server.
+func (e *Executor) Close() {
+	e.ex.Close()
+	if e.conn != nil {
+		_ = e.conn.Close()
+	}
+	e.srv.Stop()
+	<-e.done
+}

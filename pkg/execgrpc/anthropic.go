@@ -1,0 +1,54 @@
+package execgrpc
+
+import (
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+)
+
+// ToolResultBlock is an Anthropic Messages API tool_result block, ready for
+// encoding/json.
+type ToolResultBlock struct {
+	Type      string `json:"type"`
+	ToolUseID string `json:"tool_use_id"`
+	// Content is a string for a single text block, else a list of blocks.
+	Content any   `json:"content"`
+	IsError *bool `json:"is_error,omitempty"`
+}
+
+// contentBlock is a text or image block inside a tool_result.
+type contentBlock struct {
+	Type   string       `json:"type"`
+	Text   string       `json:"text,omitempty"`
+	Source *imageSource `json:"source,omitempty"`
+}
+
+type imageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+// ToolResult converts a Result into the tool_result block Claude Code would
+// send: the content as a plain string when it is one text block, a list of
+// blocks otherwise; is_error only where the Result states it.
+func ToolResult(r *executorv1.Result) ToolResultBlock {
+	b := ToolResultBlock{Type: "tool_result", ToolUseID: r.GetToolUseId()}
+	if r.IsError != nil {
+		v := r.GetIsError()
+		b.IsError = &v
+	}
+	blocks := r.GetContent()
+	if len(blocks) == 1 && blocks[0].GetText() != nil {
+		b.Content = blocks[0].GetText().GetText()
+		return b
+	}
+	list := make([]contentBlock, 0, len(blocks))
+	for _, c := range blocks {
+		if img := c.GetImage(); img != nil {
+			list = append(list, contentBlock{Type: "image", Source: &imageSource{Type: "base64", MediaType: img.GetMediaType(), Data: img.GetDataBase64()}})
+			continue
+		}
+		list = append(list, contentBlock{Type: "text", Text: c.GetText().GetText()})
+	}
+	b.Content = list
+	return b
+}

@@ -1,0 +1,149 @@
+package execgrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/executor"
+)
+
+// errProtocol marks a client message that breaks the Execute protocol.
+var errProtocol = errors.New("protocol violation")
+
+// Server serves ExecutorService over an Executor.
+type Server struct {
+	executorv1.UnimplementedExecutorServiceServer
+	ex  *executor.Executor
+	log *slog.Logger
+}
+
+// NewServer returns a Server. A nil logger discards logs.
+func NewServer(ex *executor.Executor, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{ex: ex, log: log}
+}
+
+// ListTools returns the tools offered to the model, sorted by name.
+func (s *Server) ListTools(ctx context.Context, _ *executorv1.ListToolsRequest) (*executorv1.ListToolsResponse, error) {
+	resp := &executorv1.ListToolsResponse{}
+	for _, spec := range s.ex.Tools() {
+		resp.Tools = append(resp.Tools, toolSpecToProto(spec))
+	}
+	return resp, nil
+}
+
+// Execute serves one session stream: the first client message opens or
+// resumes a session; then tool uses, aborts and decisions flow in while
+// events flow out. A client half-close ends the session once every call has
+// its Result; a broken stream leaves the session running for the retention
+// window, so the client can Resume.
+func (s *Server) Execute(stream executorv1.ExecutorService_ExecuteServer) error {
+	ctx := stream.Context()
+	first, err := stream.Recv()
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var (
+		sess    *executor.Session
+		resumed bool
+		after   uint64
+	)
+	switch m := first.GetMsg().(type) {
+	case *executorv1.ExecuteRequest_Open:
+		o := m.Open
+		sess, err = s.ex.Open(ctx, executor.OpenRequest{
+			SessionID:     o.GetSessionId(),
+			Workspace:     o.GetWorkspace(),
+			Options:       optionsFromProto(o.GetOptions()),
+			ClientName:    o.GetClientName(),
+			ClientVersion: o.GetClientVersion(),
+		})
+	case *executorv1.ExecuteRequest_Resume:
+		resumed, after = true, m.Resume.GetLastSequence()
+		sess, err = s.ex.Session(m.Resume.GetSessionId())
+	default:
+		err = fmt.Errorf("%w: the first message must be open or resume, got %T", errProtocol, m)
+	}
+	if err != nil {
+		return toStatus(err)
+	}
+	hello, replay, complete, readCtx, gen, err := sess.Attach(ctx, resumed, after)
+	if err != nil {
+		return toStatus(err)
+	}
+	defer sess.Detach(gen)
+	if !complete {
+		s.log.Warn("resume could not replay every event", "session_id", sess.ID(), "after", after)
+	}
+	for _, ev := range append([]*executor.Event{hello}, replay...) {
+		if err := stream.Send(eventToProto(ev)); err != nil {
+			return err
+		}
+	}
+
+	sendCtx, stop := context.WithCancelCause(readCtx)
+	defer stop(nil)
+	go s.receive(stream, sess, stop)
+	for {
+		ev, err := sess.Next(sendCtx)
+		if err != nil {
+			return endOfStream(ctx, err)
+		}
+		if err := stream.Send(eventToProto(ev)); err != nil {
+			return err
+		}
+	}
+}
+
+// endOfStream turns the reason the send loop stopped into the RPC's status:
+// the session ended (OK), the stream broke, another stream resumed the
+// session, or the client broke the protocol.
+func endOfStream(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, executor.ErrSessionClosed):
+		return nil
+	case ctx.Err() != nil:
+		return toStatus(ctx.Err())
+	case errors.Is(err, context.Canceled):
+		return toStatus(errSuperseded)
+	}
+	return toStatus(err)
+}
+
+// receive reads client messages until the client half-closes or the stream
+// breaks. A protocol violation ends the stream through stop.
+func (s *Server) receive(stream executorv1.ExecutorService_ExecuteServer, sess *executor.Session, stop context.CancelCauseFunc) {
+	for {
+		req, err := stream.Recv()
+		if err == io.EOF {
+			sess.Finish()
+			return
+		}
+		if err != nil {
+			return
+		}
+		switch m := req.GetMsg().(type) {
+		case *executorv1.ExecuteRequest_ToolUse:
+			err = sess.Submit(toolUseFromProto(m.ToolUse))
+		case *executorv1.ExecuteRequest_Abort:
+			sess.Abort(abortFromProto(m.Abort))
+		case *executorv1.ExecuteRequest_PermissionDecision:
+			sess.Decide(decisionFromProto(m.PermissionDecision))
+		default:
+			err = fmt.Errorf("%w: %T is only allowed as the first message", errProtocol, m)
+		}
+		if err != nil && !errors.Is(err, executor.ErrSessionClosed) {
+			stop(err)
+			return
+		}
+	}
+}

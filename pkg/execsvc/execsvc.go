@@ -1,0 +1,201 @@
+// Package execsvc assembles a complete executor the way toolsvc runs it: the
+// built-in tools, one workspace, scratch directory and sandbox runner per
+// session, and the limits. cmd/toolsvc, the orchestrator's embedded executor
+// and the tests all build their executor here, so they behave alike.
+package execsvc
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/toolwire/toolwire/pkg/executor"
+	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/tool"
+	"github.com/toolwire/toolwire/pkg/tools/file"
+	"github.com/toolwire/toolwire/pkg/tools/search"
+	"github.com/toolwire/toolwire/pkg/tools/shell"
+	"github.com/toolwire/toolwire/pkg/workspace"
+)
+
+// Config is everything an operator sets for an executor.
+type Config struct {
+	// Root is the directory sessions work in (absolute). A session's
+	// workspace is the root, or a directory under it.
+	Root string
+	// SessionDirs gives each session that names no workspace a fresh
+	// directory under Root instead of Root itself.
+	SessionDirs bool
+	// ReadOnly and ReadWrite are extra roots every session may use.
+	ReadOnly, ReadWrite []string
+	// Deny are path patterns refused to file tools; nil means the defaults.
+	Deny []string
+	// TempRoot holds the per-session scratch directories; empty means the
+	// system temp directory.
+	TempRoot string
+	// Sandbox configures process confinement.
+	Sandbox sandbox.Config
+	// Limits cap calls.
+	Limits tool.Limits
+	// MaxConcurrency caps parallel calls per session.
+	MaxConcurrency int
+	// Retention keeps disconnected sessions this long.
+	Retention time.Duration
+	// PermissionTimeout bounds waits for permission decisions.
+	PermissionTimeout time.Duration
+	// Version is reported to clients.
+	Version string
+	// Logger receives logs; nil discards.
+	Logger *slog.Logger
+}
+
+// Tools returns the built-in tools, hidden aliases included.
+func Tools() []tool.Tool {
+	var all []tool.Tool
+	all = append(all, file.Tools()...)
+	all = append(all, search.Tools()...)
+	all = append(all, shell.Tools()...)
+	return all
+}
+
+// New checks that the kernel supports the configured sandbox (failing
+// closed if not) and returns the executor.
+func New(cfg Config) (*executor.Executor, error) {
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("root %q: %w", cfg.Root, err)
+	}
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("root %s is not a directory", root)
+	}
+	cfg.Root = root
+	if err := sandbox.Check(cfg.Sandbox); err != nil {
+		return nil, err
+	}
+	return executor.New(executor.Config{
+		Tools:             Tools(),
+		NewEnv:            envFactory(cfg),
+		Limits:            cfg.Limits,
+		MaxConcurrency:    cfg.MaxConcurrency,
+		Retention:         cfg.Retention,
+		PermissionTimeout: cfg.PermissionTimeout,
+		Version:           cfg.Version,
+		Logger:            cfg.Logger,
+	})
+}
+
+// envFactory returns the executor's EnvFactory for cfg.
+func envFactory(cfg Config) executor.EnvFactory {
+	return func(ctx context.Context, sessionID, dir string) (_ *tool.Env, _ executor.SandboxInfo, err error) {
+		var info executor.SandboxInfo
+		wsDir, err := sessionDir(cfg, sessionID, dir)
+		if err != nil {
+			return nil, info, err
+		}
+		tmp, err := os.MkdirTemp(cfg.TempRoot, "toolwire-"+safeName(sessionID)+"-")
+		if err != nil {
+			return nil, info, fmt.Errorf("session scratch directory: %w", err)
+		}
+		var cleanup []func()
+		defer func() {
+			if err != nil {
+				for i := len(cleanup) - 1; i >= 0; i-- {
+					cleanup[i]()
+				}
+			}
+		}()
+		cleanup = append(cleanup, func() { _ = os.RemoveAll(tmp) })
+		outputs := filepath.Join(tmp, "outputs")
+		if err := os.Mkdir(outputs, 0o700); err != nil {
+			return nil, info, fmt.Errorf("session output directory: %w", err)
+		}
+		ws, err := workspace.New(workspace.Config{
+			Dir:       wsDir,
+			ReadWrite: append([]string{tmp}, cfg.ReadWrite...),
+			ReadOnly:  cfg.ReadOnly,
+			Deny:      cfg.Deny,
+			Logger:    cfg.Logger,
+		})
+		if err != nil {
+			return nil, info, err
+		}
+		cleanup = append(cleanup, func() { _ = ws.Close() })
+		runner, err := sandbox.NewRunner(cfg.Sandbox, wsDir, tmp)
+		if err != nil {
+			return nil, info, err
+		}
+		env := &tool.Env{
+			SessionID: sessionID,
+			Files:     ws,
+			Procs:     runner,
+			TempDir:   tmp,
+			OutputDir: outputs,
+			Limits:    cfg.Limits.WithDefaults(),
+			Reads:     tool.NewFileState(),
+		}
+		// Registered first, so it runs last: after tools' own cleanup.
+		env.OnClose(func() {
+			runner.Close()
+			_ = ws.Close()
+			_ = os.RemoveAll(tmp)
+		})
+		info = executor.SandboxInfo{
+			Backend:  cfg.Sandbox.Backend,
+			Enforced: append([]string{"file_roots"}, runner.Enforced()...),
+			Network:  cfg.Sandbox.Network,
+			RunAs:    cfg.Sandbox.RunAsUser,
+		}
+		return env, info, nil
+	}
+}
+
+// sessionDir resolves a session's workspace: empty means the root (or a new
+// directory under it with SessionDirs), relative means under the root, and
+// absolute must lie under the root.
+func sessionDir(cfg Config, sessionID, dir string) (string, error) {
+	switch {
+	case dir == "" && !cfg.SessionDirs:
+		return cfg.Root, nil
+	case dir == "":
+		dir = filepath.Join(cfg.Root, "sessions", safeName(sessionID))
+	case !filepath.IsAbs(dir):
+		dir = filepath.Join(cfg.Root, dir)
+	}
+	dir = filepath.Clean(dir)
+	if dir != cfg.Root && !strings.HasPrefix(dir, cfg.Root+string(filepath.Separator)) {
+		return "", fmt.Errorf("workspace %s is outside the executor's root %s", dir, cfg.Root)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	rootReal, err := filepath.EvalSymlinks(cfg.Root)
+	if err != nil {
+		return "", fmt.Errorf("root %s: %w", cfg.Root, err)
+	}
+	if real != rootReal && !strings.HasPrefix(real, rootReal+string(filepath.Separator)) {
+		return "", fmt.Errorf("workspace %s resolves to %s, outside the executor's root", dir, real)
+	}
+	return dir, nil
+}
+
+// safeName keeps the characters of s that are safe in a file name.
+func safeName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
+}

@@ -1,0 +1,289 @@
+package executor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/toolwire/toolwire/pkg/queue"
+	"github.com/toolwire/toolwire/pkg/tool"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxConcurrency    = 10
+	DefaultRetention         = 5 * time.Minute
+	DefaultPermissionTimeout = 5 * time.Minute
+)
+
+// Errors of the Executor.
+var (
+	// ErrDraining: the executor takes no new sessions.
+	ErrDraining = errors.New("executor is draining")
+	// ErrSessionExists: Open named a session that already exists.
+	ErrSessionExists = errors.New("session already exists")
+	// ErrSessionNotFound: Resume named a session that is gone or never was.
+	ErrSessionNotFound = errors.New("session not found")
+)
+
+// EnvFactory builds the tool environment of a new session: its workspace,
+// sandbox runner and scratch directories. workspace is the Open request's
+// value (relative to the root, absolute under it, or empty).
+type EnvFactory func(ctx context.Context, sessionID, workspace string) (*tool.Env, SandboxInfo, error)
+
+// Config configures an Executor.
+type Config struct {
+	// Tools are the tools offered, including hidden aliases.
+	Tools []tool.Tool
+	// NewEnv builds each session's environment.
+	NewEnv EnvFactory
+	// Limits are the default caps of calls.
+	Limits tool.Limits
+	// MaxConcurrency caps parallel calls per session (default 10).
+	MaxConcurrency int
+	// Retention is how long a disconnected session is kept (default 5 min).
+	Retention time.Duration
+	// PermissionTimeout bounds the wait for a permission decision.
+	PermissionTimeout time.Duration
+	// Version is reported in Hello.
+	Version string
+	// Logger receives the executor's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Executor owns the tools and the sessions of one toolsvc.
+type Executor struct {
+	cfg   Config
+	tools map[string]tool.Tool
+	log   *slog.Logger
+
+	mu       sync.Mutex // guards the fields below
+	sessions map[string]*Session
+	draining bool
+}
+
+// New returns an Executor.
+func New(cfg Config) (*Executor, error) {
+	if cfg.NewEnv == nil {
+		return nil, errors.New("executor: Config.NewEnv is required")
+	}
+	if cfg.MaxConcurrency <= 0 {
+		cfg.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.PermissionTimeout <= 0 {
+		cfg.PermissionTimeout = DefaultPermissionTimeout
+	}
+	cfg.Limits = cfg.Limits.WithDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	tools := make(map[string]tool.Tool, len(cfg.Tools))
+	for _, t := range cfg.Tools {
+		name := t.Spec().Name
+		if _, dup := tools[name]; dup {
+			return nil, fmt.Errorf("executor: tool %q registered twice", name)
+		}
+		tools[name] = t
+	}
+	return &Executor{cfg: cfg, tools: tools, log: cfg.Logger, sessions: make(map[string]*Session)}, nil
+}
+
+// Tools returns the specs of the tools offered to the model, sorted by name.
+func (e *Executor) Tools() []tool.Spec {
+	var specs []tool.Spec
+	for _, t := range e.tools {
+		if s := t.Spec(); !s.Hidden {
+			specs = append(specs, s)
+		}
+	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
+	return specs
+}
+
+func (e *Executor) lookup(name string) tool.Tool { return e.tools[name] }
+
+// OpenRequest starts a session.
+type OpenRequest struct {
+	// SessionID is the client's id; empty picks one.
+	SessionID string
+	// Workspace is the session's working directory (see EnvFactory).
+	Workspace string
+	// Options tune the session.
+	Options SessionOptions
+	// ClientName and ClientVersion identify the client in logs.
+	ClientName, ClientVersion string
+}
+
+// Open starts a session.
+func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) {
+	id := req.SessionID
+	if id == "" {
+		id = newID()
+	}
+	e.mu.Lock()
+	switch {
+	case e.draining:
+		e.mu.Unlock()
+		return nil, ErrDraining
+	case e.sessions[id] != nil:
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s", ErrSessionExists, id)
+	}
+	// Reserve the id while the environment is built.
+	e.sessions[id] = nil
+	e.mu.Unlock()
+
+	env, sandboxInfo, err := e.cfg.NewEnv(ctx, id, req.Workspace)
+	if err != nil {
+		e.mu.Lock()
+		delete(e.sessions, id)
+		e.mu.Unlock()
+		return nil, fmt.Errorf("open session %s: %w", id, err)
+	}
+	opts := req.Options
+	if opts.MaxConcurrency <= 0 || opts.MaxConcurrency > e.cfg.MaxConcurrency {
+		opts.MaxConcurrency = e.cfg.MaxConcurrency
+	}
+	if opts.DefaultTimeout > 0 {
+		env.Limits.DefaultTimeout = min(opts.DefaultTimeout, env.Limits.MaxTimeout)
+	}
+	if opts.PermissionTimeout <= 0 {
+		opts.PermissionTimeout = e.cfg.PermissionTimeout
+	}
+	s := &Session{
+		id:        id,
+		ex:        e,
+		env:       env,
+		opts:      opts,
+		gate:      &gate{},
+		q:         queue.New(opts.MaxConcurrency),
+		out:       newOutbox(),
+		log:       e.log.With("session_id", id),
+		calls:     make(map[string]*call),
+		order:     make(map[string]*messageOrder),
+		errored:   make(map[string]string),
+		decisions: make(map[string]chan PermissionDecision),
+	}
+	s.sandbox = sandboxInfo
+	env.Notify = func(n tool.TaskNotice) { s.out.push(&Event{Time: time.Now(), Task: &n}) }
+	e.mu.Lock()
+	e.sessions[id] = s
+	e.mu.Unlock()
+	s.log.Info("session opened", "client", req.ClientName, "client_version", req.ClientVersion, "workspace", env.Files.Dir())
+	return s, nil
+}
+
+// Session returns the live session with id.
+func (e *Executor) Session(id string) (*Session, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.sessions[id]
+	if s == nil {
+		return nil, fmt.Errorf("%w: %s", ErrSessionNotFound, id)
+	}
+	return s, nil
+}
+
+func (e *Executor) forget(s *Session) {
+	e.mu.Lock()
+	if e.sessions[s.id] == s {
+		delete(e.sessions, s.id)
+	}
+	e.mu.Unlock()
+}
+
+func (e *Executor) hello(s *Session, resumed bool) *Hello {
+	return &Hello{
+		SessionID:      s.id,
+		Version:        e.cfg.Version,
+		Sandbox:        s.sandbox,
+		Limits:         s.env.Limits,
+		MaxConcurrency: s.opts.MaxConcurrency,
+		Retention:      e.cfg.Retention,
+		Resumed:        resumed,
+		Workspace:      s.env.Files.Dir(),
+	}
+}
+
+// Sessions returns the number of live sessions.
+func (e *Executor) Sessions() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.sessions)
+}
+
+// Drain stops new sessions, waits up to grace for the live sessions' calls
+// to end, then closes every session: calls still running are killed and
+// reported interrupted.
+func (e *Executor) Drain(ctx context.Context, grace time.Duration) {
+	e.mu.Lock()
+	e.draining = true
+	e.mu.Unlock()
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for e.busy() {
+		select {
+		case <-deadline.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		case <-tick.C:
+		}
+	}
+	e.Close()
+}
+
+// busy reports whether any session has calls queued or running.
+func (e *Executor) busy() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range e.sessions {
+		if s != nil && s.q.Len() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Draining reports whether Drain was called.
+func (e *Executor) Draining() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.draining
+}
+
+// Close closes every session at once.
+func (e *Executor) Close() {
+	e.mu.Lock()
+	e.draining = true
+	var all []*Session
+	for _, s := range e.sessions {
+		if s != nil {
+			all = append(all, s)
+		}
+	}
+	e.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Go(func() { s.Close(&abortCause{reason: AbortShutdown}) })
+	}
+	wg.Wait()
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,184 @@
+package executor
+
+import (
+	"context"
+	"sync"
+)
+
+// Outbox limits. Progress is the only event whose size grows with a call's
+// output, so it is the only one that is merged, capped and dropped.
+const (
+	// maxPendingProgress caps the output one pending progress event holds.
+	maxPendingProgress = 256 << 10
+	// maxLogEvents caps the events kept for replay after a reconnect.
+	maxLogEvents = 20000
+	// maxLogProgressBytes caps the progress output kept for replay.
+	maxLogProgressBytes = 8 << 20
+)
+
+// outbox numbers a session's events and hands them to one reader at a time.
+// Writers never block: pending progress of a call is merged into one event.
+type outbox struct {
+	mu       sync.Mutex // guards the fields below
+	pending  []*Event
+	progress map[string]*Event // the pending Progress event of each call
+	log      []*Event          // sent events, oldest first, for replay
+	logBytes int
+	seq      uint64
+	lostUpTo uint64 // highest sequence number of a trimmed non-progress event
+	closed   bool
+	wake     chan struct{}
+}
+
+func newOutbox() *outbox {
+	return &outbox{progress: make(map[string]*Event), wake: make(chan struct{}, 1)}
+}
+
+func (o *outbox) signalLocked() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// push queues ev. Events pushed after close are dropped.
+func (o *outbox) push(ev *Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
+	o.pending = append(o.pending, ev)
+	o.signalLocked()
+}
+
+// pushProgress queues p, merging it into the call's pending progress event
+// if one waits.
+func (o *outbox) pushProgress(ev *Event) {
+	p := ev.Progress
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
+	if prev, ok := o.progress[p.ToolUseID]; ok {
+		q := prev.Progress
+		room := maxPendingProgress - len(q.Output)
+		if room >= len(p.Output) {
+			q.Output = append(q.Output, p.Output...)
+		} else {
+			q.Output = append(q.Output, p.Output[:max(room, 0)]...)
+			q.Dropped += uint64(len(p.Output) - max(room, 0))
+		}
+		q.Elapsed, q.TotalLines, q.TotalBytes = p.Elapsed, p.TotalLines, p.TotalBytes
+		q.Dropped += p.Dropped
+		prev.Time = ev.Time
+		return
+	}
+	if len(p.Output) > maxPendingProgress {
+		p.Dropped += uint64(len(p.Output) - maxPendingProgress)
+		p.Output = p.Output[:maxPendingProgress]
+	}
+	o.progress[p.ToolUseID] = ev
+	o.pending = append(o.pending, ev)
+	o.signalLocked()
+}
+
+// next returns the next event, numbered and logged, waiting until one is
+// pending, ctx ends, or the outbox is closed and empty.
+func (o *outbox) next(ctx context.Context) (*Event, error) {
+	for {
+		o.mu.Lock()
+		if len(o.pending) > 0 {
+			ev := o.pending[0]
+			o.pending[0] = nil
+			o.pending = o.pending[1:]
+			if ev.Progress != nil {
+				delete(o.progress, ev.Progress.ToolUseID)
+			}
+			o.numberLocked(ev)
+			o.mu.Unlock()
+			return ev, nil
+		}
+		closed := o.closed
+		o.mu.Unlock()
+		if closed {
+			return nil, ErrSessionClosed
+		}
+		select {
+		case <-o.wake:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// numberLocked gives ev the next sequence number and logs it for replay.
+func (o *outbox) numberLocked(ev *Event) {
+	o.seq++
+	ev.Seq = o.seq
+	o.log = append(o.log, ev)
+	if ev.Progress != nil {
+		o.logBytes += len(ev.Progress.Output)
+	}
+	for len(o.log) > maxLogEvents || o.logBytes > maxLogProgressBytes {
+		o.trimLocked()
+	}
+}
+
+// trimLocked drops the oldest progress event from the log, or the oldest
+// event if there is no progress left.
+func (o *outbox) trimLocked() {
+	for i, ev := range o.log {
+		if ev.Progress != nil && o.logBytes > maxLogProgressBytes {
+			o.logBytes -= len(ev.Progress.Output)
+			o.log = append(o.log[:i], o.log[i+1:]...)
+			return
+		}
+	}
+	if o.log[0].Progress != nil {
+		o.logBytes -= len(o.log[0].Progress.Output)
+	} else {
+		o.lostUpTo = o.log[0].Seq
+	}
+	o.log = o.log[1:]
+}
+
+// numbered assigns ev the next sequence number at once, bypassing pending
+// events (used for the Hello of a resumed stream, which must come first).
+func (o *outbox) numbered(ev *Event) *Event {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.numberLocked(ev)
+	return ev
+}
+
+// replay returns the logged events numbered above after, and whether every
+// non-progress event among them was still held (trimmed progress is not a
+// loss: Results carry the whole output).
+func (o *outbox) replay(after uint64) ([]*Event, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []*Event
+	for _, ev := range o.log {
+		if ev.Seq > after {
+			out = append(out, ev)
+		}
+	}
+	return out, after >= o.lostUpTo
+}
+
+// lastSeq returns the highest sequence number assigned.
+func (o *outbox) lastSeq() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.seq
+}
+
+// close stops accepting events; next drains what is pending, then fails.
+func (o *outbox) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.signalLocked()
+	o.mu.Unlock()
+}

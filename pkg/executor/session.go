@@ -1,0 +1,461 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolwire/toolwire/pkg/queue"
+	"github.com/toolwire/toolwire/pkg/schema"
+	"github.com/toolwire/toolwire/pkg/tool"
+)
+
+// ResultOrder selects the order of a message's Results.
+type ResultOrder int
+
+const (
+	// OrderToolUse sends the Results of one assistant message in the order
+	// of its tool_use blocks.
+	OrderToolUse ResultOrder = iota
+	// OrderCompletion sends each Result as soon as its call ends.
+	OrderCompletion
+)
+
+// SessionOptions tune one session.
+type SessionOptions struct {
+	// ResultOrder selects the order of Results.
+	ResultOrder ResultOrder
+	// NoSiblingAbort keeps calls running when a sibling Bash call fails.
+	NoSiblingAbort bool
+	// MaxConcurrency caps parallel calls; zero or more than the executor's
+	// maximum means the executor's maximum.
+	MaxConcurrency int
+	// DefaultTimeout is the Bash timeout when a call gives none.
+	DefaultTimeout time.Duration
+	// PermissionTimeout bounds the wait for a permission decision.
+	PermissionTimeout time.Duration
+}
+
+// Errors a session reports to its client (the gRPC edge maps them to
+// status codes).
+var (
+	// ErrSessionClosed: the session has ended.
+	ErrSessionClosed = errors.New("session closed")
+	// ErrInvalidToolUse: a ToolUse lacks its id.
+	ErrInvalidToolUse = errors.New("invalid tool_use")
+)
+
+// call is one tool_use moving through the pipeline.
+type call struct {
+	use      ToolUse
+	tool     tool.Tool // nil for an unknown tool
+	input    json.RawMessage
+	inputErr error
+	safe     bool
+	received time.Time
+	done     chan struct{} // closed once result is set
+	result   *CallResult
+}
+
+// messageOrder holds back Results of one assistant message until the ones
+// before them are out.
+type messageOrder struct {
+	ids     []string
+	results map[string]*Event
+	next    int
+}
+
+// Session is one conversation's tool-call pipeline.
+type Session struct {
+	id      string
+	ex      *Executor
+	env     *tool.Env
+	opts    SessionOptions
+	gate    *gate
+	q       *queue.Queue
+	out     *outbox
+	log     *slog.Logger
+	sandbox SandboxInfo
+
+	mu        sync.Mutex // guards the fields below
+	calls     map[string]*call
+	order     map[string]*messageOrder
+	errored   map[string]string // assistant message id → id of its failed Bash call
+	decisions map[string]chan PermissionDecision
+	attachGen uint64
+	detach    context.CancelFunc // ends the attached reader
+	expiry    *time.Timer        // closes a detached session after the retention window
+	closed    bool
+	closeOnce sync.Once
+	wg        sync.WaitGroup // background goroutines (duplicate replies)
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.id }
+
+// Env returns the session's tool environment.
+func (s *Session) Env() *tool.Env { return s.env }
+
+// Submit takes one tool_use. It never blocks on the call: the call is
+// accepted, queued, and its Result comes later as an Event. Submitting an id
+// seen before in the session runs nothing and repeats the first outcome.
+func (s *Session) Submit(use ToolUse) error {
+	if use.ID == "" {
+		return fmt.Errorf("%w: tool_use id is empty (tool %q)", ErrInvalidToolUse, use.Name)
+	}
+	now := time.Now()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrSessionClosed
+	}
+	if first, dup := s.calls[use.ID]; dup {
+		s.mu.Unlock()
+		s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID, ConcurrencySafe: first.safe, Duplicate: true}})
+		s.repeatResult(first)
+		return nil
+	}
+	c := &call{use: use, received: now, done: make(chan struct{})}
+	s.calls[use.ID] = c
+	if s.opts.ResultOrder == OrderToolUse {
+		o := s.order[use.MessageID]
+		if o == nil {
+			o = &messageOrder{results: make(map[string]*Event)}
+			s.order[use.MessageID] = o
+		}
+		o.ids = append(o.ids, use.ID)
+	}
+	s.mu.Unlock()
+
+	c.tool = s.ex.lookup(use.Name)
+	if c.tool == nil {
+		s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID}})
+		s.finish(c, time.Time{}, tool.UseError(tool.OutcomeUnknownTool, schema.UnknownTool(use.Name)))
+		return nil
+	}
+	spec := c.tool.Spec()
+	c.input, c.inputErr = schema.Validate(spec.Name, spec.InputSchema, use.Input)
+	c.safe = c.inputErr == nil && isConcurrencySafe(c.tool, c.input)
+	s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID, ConcurrencySafe: c.safe}})
+	s.q.Add(queue.Job{ID: use.ID, Group: use.MessageID, Safe: c.safe, Run: func(ctx context.Context) { s.run(ctx, c) }})
+	return nil
+}
+
+func isConcurrencySafe(t tool.Tool, input json.RawMessage) bool {
+	switch t.Spec().Concurrency {
+	case tool.ConcurrencyAlways:
+		return true
+	case tool.ConcurrencyDependsOnInput:
+		return t.ConcurrencySafe(input)
+	}
+	return false
+}
+
+// repeatResult sends first's Result again once it exists.
+func (s *Session) repeatResult(first *call) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		<-first.done
+		s.out.push(&Event{Time: time.Now(), Result: first.result})
+	}()
+}
+
+// run takes a call out of the queue through the pipeline to its Result.
+func (s *Session) run(ctx context.Context, c *call) {
+	var started time.Time
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("tool panicked", "tool", c.use.Name, "tool_use_id", c.use.ID, "panic", v)
+			s.finish(c, started, panicResult(c.use.Name, v))
+		}
+	}()
+	if ctx.Err() != nil {
+		s.finish(c, started, interruptedResult(context.Cause(ctx)))
+		return
+	}
+	started = time.Now()
+	s.out.push(&Event{Time: started, Started: &Started{ToolUseID: c.use.ID, QueueWait: started.Sub(c.received)}})
+	s.finish(c, started, s.execute(ctx, c))
+}
+
+// execute validates, authorises and runs a call that left the queue.
+func (s *Session) execute(ctx context.Context, c *call) *tool.Result {
+	name := c.tool.Spec().Name
+	if c.inputErr != nil {
+		return tool.UseError(tool.OutcomeInvalidInput, c.inputErr.Error())
+	}
+	if err := c.tool.Validate(ctx, s.env, c.input); err != nil {
+		return validationResult(err)
+	}
+	input, decidedBy, denied := s.gate.before(ctx, s, c)
+	if denied != nil {
+		denied.DecidedBy = decidedBy
+		return denied
+	}
+	if ctx.Err() != nil {
+		return interruptedResult(context.Cause(ctx))
+	}
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if c.use.Timeout > 0 {
+		// Tools with their own timeout (Bash) get the call timeout too and
+		// stop first; this deadline, a little later, catches the others.
+		runCtx, cancel = context.WithTimeoutCause(ctx, c.use.Timeout+time.Second, errCallTimeout)
+	}
+	defer cancel()
+	var finished atomic.Bool
+	res := c.tool.Run(runCtx, s.env, &tool.Call{
+		ID:      c.use.ID,
+		Name:    name,
+		Input:   input,
+		Timeout: c.use.Timeout,
+		Progress: func(p tool.Progress) {
+			if finished.Load() {
+				return
+			}
+			s.out.pushProgress(&Event{Time: time.Now(), Progress: &Progress{
+				ToolUseID: c.use.ID, Output: p.Output, Elapsed: p.Elapsed,
+				TotalLines: p.TotalLines, TotalBytes: p.TotalBytes,
+			}})
+		},
+	})
+	finished.Store(true)
+	switch {
+	case ctx.Err() != nil:
+		return interruptedResult(context.Cause(ctx))
+	case errors.Is(context.Cause(runCtx), errCallTimeout) && res.FinalOutcome() != tool.OutcomeTimeout:
+		return timeoutResult(c.use.Timeout)
+	case res == nil:
+		return panicResult(name, "no result")
+	}
+	res.DecidedBy = decidedBy
+	return s.gate.after(ctx, s, c, input, res)
+}
+
+// validationResult maps a tool's Validate error to its Result.
+func validationResult(err error) *tool.Result {
+	var denied *tool.DeniedError
+	if errors.As(err, &denied) {
+		return tool.UseError(tool.OutcomeSandboxDenied, denied.Msg)
+	}
+	var invalid *tool.InputError
+	if errors.As(err, &invalid) {
+		return tool.UseError(tool.OutcomeInvalidInput, invalid.Msg)
+	}
+	return tool.UseError(tool.OutcomeInvalidInput, err.Error())
+}
+
+// finish records a call's Result, applies sibling abort and emits it in the
+// session's result order.
+func (s *Session) finish(c *call, started time.Time, res *tool.Result) {
+	if res.Outcome == 0 {
+		res.Outcome = res.FinalOutcome()
+	}
+	cr := &CallResult{ToolUseID: c.use.ID, ToolName: c.use.Name, Result: res,
+		ReceivedAt: c.received, StartedAt: started, FinishedAt: time.Now()}
+	if c.tool != nil {
+		cr.ToolName = c.tool.Spec().Name
+	}
+	s.mu.Lock()
+	c.result = cr
+	close(c.done)
+	s.mu.Unlock()
+	if c.tool != nil && cr.ToolName == "Bash" && !s.opts.NoSiblingAbort &&
+		(res.Outcome == tool.OutcomeToolError || res.Outcome == tool.OutcomeTimeout) {
+		s.abortSiblings(c)
+	}
+	ev := &Event{Time: cr.FinishedAt, Result: cr}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opts.ResultOrder == OrderCompletion {
+		s.out.push(ev)
+		return
+	}
+	o := s.order[c.use.MessageID]
+	o.results[c.use.ID] = ev
+	for o.next < len(o.ids) {
+		next, ok := o.results[o.ids[o.next]]
+		if !ok {
+			break
+		}
+		delete(o.results, o.ids[o.next])
+		o.ids[o.next] = ""
+		o.next++
+		s.out.push(next)
+	}
+}
+
+// abortSiblings stops the unfinished calls of failed's assistant message.
+func (s *Session) abortSiblings(failed *call) {
+	msg := failed.use.MessageID
+	s.mu.Lock()
+	if _, already := s.errored[msg]; !already {
+		s.errored[msg] = failed.use.ID
+	}
+	s.mu.Unlock()
+	s.q.Abort(func(id, group string) bool { return group == msg && id != failed.use.ID },
+		&abortCause{reason: AbortSiblingError, by: failed.use.ID})
+}
+
+// Abort stops the calls a selects. An AbortAck naming them is emitted before
+// their Results. Unknown or finished ids are ignored.
+func (s *Session) Abort(a Abort) {
+	if a.Reason == 0 {
+		a.Reason = AbortUserInterrupted
+	}
+	match := func(id, group string) bool {
+		return a.All || (a.ToolUseID != "" && id == a.ToolUseID) || (a.MessageID != "" && group == a.MessageID)
+	}
+	s.mu.Lock()
+	var ids []string
+	for id, c := range s.calls {
+		if c.result == nil && match(id, c.use.MessageID) {
+			ids = append(ids, id)
+		}
+	}
+	s.out.push(&Event{Time: time.Now(), AbortAck: &AbortAck{Abort: a, ToolUseIDs: ids}})
+	s.mu.Unlock()
+	s.q.Abort(match, &abortCause{reason: a.Reason})
+}
+
+// Decide delivers a client's answer to a permission request. An answer for a
+// call that is not waiting is ignored.
+func (s *Session) Decide(d PermissionDecision) {
+	s.mu.Lock()
+	ch := s.decisions[d.ToolUseID]
+	s.mu.Unlock()
+	if ch == nil {
+		s.log.Warn("permission decision for a call that is not waiting", "tool_use_id", d.ToolUseID)
+		return
+	}
+	select {
+	case ch <- d:
+	default:
+	}
+}
+
+// awaitDecision publishes a permission request and waits for the client's
+// answer, the permission timeout, or the call's end.
+func (s *Session) awaitDecision(ctx context.Context, req PermissionRequest) (PermissionDecision, error) {
+	ch := make(chan PermissionDecision, 1)
+	s.mu.Lock()
+	s.decisions[req.ToolUseID] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.decisions, req.ToolUseID)
+		s.mu.Unlock()
+	}()
+	s.out.push(&Event{Time: time.Now(), PermissionRequest: &req})
+	timer := time.NewTimer(s.opts.PermissionTimeout)
+	defer timer.Stop()
+	select {
+	case d := <-ch:
+		return d, nil
+	case <-timer.C:
+		return PermissionDecision{}, fmt.Errorf("no permission decision within %s", s.opts.PermissionTimeout)
+	case <-ctx.Done():
+		return PermissionDecision{}, context.Cause(ctx)
+	}
+}
+
+// Attach makes the caller the session's event reader. It returns a Hello,
+// the logged events above after to replay (all of them when resumed is
+// false, i.e. none for a new session), whether the replay is complete, and a
+// context that ends when another reader attaches. Call Detach when done.
+func (s *Session) Attach(ctx context.Context, resumed bool, after uint64) (hello *Event, replay []*Event, complete bool, readCtx context.Context, gen uint64, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil, false, nil, 0, ErrSessionClosed
+	}
+	if s.detach != nil {
+		s.detach()
+	}
+	if s.expiry != nil {
+		s.expiry.Stop()
+		s.expiry = nil
+	}
+	s.attachGen++
+	readCtx, s.detach = context.WithCancel(ctx)
+	complete = true
+	if resumed {
+		replay, complete = s.out.replay(after)
+	}
+	hello = s.out.numbered(&Event{Time: time.Now(), Hello: s.ex.hello(s, resumed)})
+	hello.Hello.LastSequence = hello.Seq - 1
+	return hello, replay, complete, readCtx, s.attachGen, nil
+}
+
+// Next returns the session's next event for the attached reader.
+func (s *Session) Next(ctx context.Context) (*Event, error) { return s.out.next(ctx) }
+
+// Detach ends reader gen's attachment. If no other reader attached since,
+// the session stays alive for the retention window, then closes.
+func (s *Session) Detach(gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if gen != s.attachGen || s.closed {
+		return
+	}
+	s.detach()
+	s.detach = nil
+	s.expiry = time.AfterFunc(s.ex.cfg.Retention, func() {
+		s.log.Info("session expired after disconnect", "retention", s.ex.cfg.Retention)
+		s.Close(&abortCause{reason: AbortShutdown})
+	})
+}
+
+// Finish ends the session once every submitted call has its Result: the
+// client said it has nothing more to send. Events keep flowing until then.
+func (s *Session) Finish() {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			s.mu.Lock()
+			var pending *call
+			for _, c := range s.calls {
+				if c.result == nil {
+					pending = c
+					break
+				}
+			}
+			s.mu.Unlock()
+			if pending == nil {
+				break
+			}
+			<-pending.done
+		}
+		s.closeNow(&abortCause{reason: AbortShutdown}, false)
+	}()
+}
+
+// Close aborts every unfinished call with cause (their interrupted Results
+// are still emitted), kills the session's processes, and removes the
+// session. It waits for the calls to end.
+func (s *Session) Close(cause error) { s.closeNow(cause, true) }
+
+func (s *Session) closeNow(cause error, wait bool) {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		if s.expiry != nil {
+			s.expiry.Stop()
+		}
+		s.mu.Unlock()
+		s.q.Close(cause)
+		s.env.Close()
+		s.out.close()
+		s.ex.forget(s)
+		s.log.Info("session closed")
+	})
+	if wait {
+		s.wg.Wait()
+	}
+}
