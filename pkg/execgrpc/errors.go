@@ -32,7 +32,7 @@ func toStatus(err error) error {
 		code = codes.NotFound
 	case errors.Is(err, executor.ErrInvalidToolUse), errors.Is(err, errProtocol):
 		code = codes.InvalidArgument
-	case errors.Is(err, executor.ErrSessionClosed):
+	case errors.Is(err, executor.ErrSessionClosed), errors.Is(err, executor.ErrSessionSetup):
 		code = codes.FailedPrecondition
 	case errors.Is(err, errSuperseded):
 		code = codes.Aborted

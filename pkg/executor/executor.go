@@ -30,6 +30,10 @@ var (
 	ErrSessionExists = errors.New("session already exists")
 	// ErrSessionNotFound: Resume named a session that is gone or never was.
 	ErrSessionNotFound = errors.New("session not found")
+	// ErrSessionSetup: the session's workspace or sandbox could not be set
+	// up as configured (a bad workspace path, a directory the sandbox user
+	// cannot reach, ...).
+	ErrSessionSetup = errors.New("session setup failed")
 )
 
 // EnvFactory builds the tool environment of a new session: its workspace,
@@ -147,7 +151,7 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 		e.mu.Lock()
 		delete(e.sessions, id)
 		e.mu.Unlock()
-		return nil, fmt.Errorf("open session %s: %w", id, err)
+		return nil, fmt.Errorf("%w: session %s: %w", ErrSessionSetup, id, err)
 	}
 	opts := req.Options
 	if opts.MaxConcurrency <= 0 || opts.MaxConcurrency > e.cfg.MaxConcurrency {

@@ -1,0 +1,278 @@
+// Package glob matches slash-separated paths against glob patterns with the
+// usual extensions of code tools: "**" for any number of directories and
+// "{a,b}" alternatives, on top of path.Match's "*", "?" and "[...]".
+//
+// It is used for the workspace's deny patterns and for the Glob tool. It
+// does no I/O.
+package glob
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Pattern is a compiled glob pattern. Its zero value matches nothing.
+type Pattern struct {
+	src  string
+	alts [][]string // one segment list per brace alternative
+	dot  bool
+}
+
+// Option changes how a Pattern matches.
+type Option func(*Pattern)
+
+// MatchDot makes wildcards and "**" match names that start with a dot. By
+// default, as in a shell, a dot file matches only a segment that itself
+// starts with a dot.
+func MatchDot() Option { return func(p *Pattern) { p.dot = true } }
+
+// maxAlternatives bounds brace expansion, so that a hostile pattern such as
+// "{a,b}{a,b}..." cannot exhaust memory.
+const maxAlternatives = 1024
+
+// Compile parses pattern. Segments are separated by "/"; a leading "/"
+// anchors the pattern at the file system root, which Match expects paths to
+// share.
+func Compile(pattern string, opts ...Option) (*Pattern, error) {
+	p := &Pattern{src: pattern}
+	for _, o := range opts {
+		o(p)
+	}
+	alts, err := expandBraces(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("glob %q: %w", pattern, err)
+	}
+	for _, a := range alts {
+		segs := splitSegments(a)
+		for _, s := range segs {
+			if s == "**" {
+				continue
+			}
+			if _, err := path.Match(s, ""); err != nil {
+				return nil, fmt.Errorf("glob %q: %w", pattern, err)
+			}
+		}
+		p.alts = append(p.alts, segs)
+	}
+	return p, nil
+}
+
+// MustCompile is Compile that panics on a bad pattern, for patterns fixed
+// in the source.
+func MustCompile(pattern string, opts ...Option) *Pattern {
+	p, err := Compile(pattern, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// String returns the pattern as given.
+func (p *Pattern) String() string { return p.src }
+
+// Match reports whether name, a slash-separated path, matches the pattern.
+func (p *Pattern) Match(name string) bool { return p.matchSegments(splitSegments(name)) }
+
+func (p *Pattern) matchSegments(segs []string) bool {
+	for _, a := range p.alts {
+		if p.run(a, segs, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// Set is a list of patterns matched together; it splits each name once.
+type Set []*Pattern
+
+// Match returns the first pattern of s that name matches.
+func (s Set) Match(name string) (*Pattern, bool) {
+	if len(s) == 0 {
+		return nil, false
+	}
+	segs := splitSegments(name)
+	for _, p := range s {
+		if p.matchSegments(segs) {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// MatchPrefix reports whether some path below the directory dir could match
+// the pattern. A directory walk uses it to skip subtrees that cannot match.
+func (p *Pattern) MatchPrefix(dir string) bool {
+	segs := splitSegments(dir)
+	for _, a := range p.alts {
+		if p.run(a, segs, true) {
+			return true
+		}
+	}
+	return false
+}
+
+// run simulates the pattern as a small automaton over path segments: a
+// state is an index into pat, and "**" may consume a segment and stay put
+// or be skipped. With prefix set, any live state after the last segment
+// counts as success.
+func (p *Pattern) run(pat, segs []string, prefix bool) bool {
+	states := make([]bool, len(pat)+1)
+	states[0] = true
+	closeOver(pat, states)
+	next := make([]bool, len(pat)+1)
+	for _, seg := range segs {
+		clear(next)
+		live := false
+		for i, on := range states {
+			if !on || i == len(pat) {
+				continue
+			}
+			if pat[i] == "**" {
+				if p.dot || !strings.HasPrefix(seg, ".") {
+					next[i] = true
+					live = true
+				}
+				continue
+			}
+			if p.matchSegment(pat[i], seg) {
+				next[i+1] = true
+				live = true
+			}
+		}
+		if !live {
+			return false
+		}
+		closeOver(pat, next)
+		states, next = next, states
+	}
+	if prefix {
+		for _, on := range states {
+			if on {
+				return true
+			}
+		}
+		return false
+	}
+	return states[len(pat)]
+}
+
+// closeOver lets every live "**" also stand for zero segments.
+func closeOver(pat []string, states []bool) {
+	for i := range pat {
+		if states[i] && pat[i] == "**" {
+			states[i+1] = true
+		}
+	}
+}
+
+func (p *Pattern) matchSegment(pat, seg string) bool {
+	if !p.dot && strings.HasPrefix(seg, ".") && !strings.HasPrefix(pat, ".") {
+		return false
+	}
+	ok, _ := path.Match(pat, seg)
+	return ok
+}
+
+// splitSegments splits a path into its non-empty segments; a leading "/"
+// becomes an empty first segment so that absolute patterns only match
+// absolute paths.
+func splitSegments(s string) []string {
+	var out []string
+	if strings.HasPrefix(s, "/") {
+		out = append(out, "")
+	}
+	for seg := range strings.SplitSeq(s, "/") {
+		if seg != "" && seg != "." {
+			out = append(out, seg)
+		}
+	}
+	return out
+}
+
+// StaticPrefix returns the leading directories of pattern that contain no
+// wildcard, and the rest. A walk can start at the prefix instead of the
+// top. "src/**/*.go" gives ("src", "**/*.go").
+func StaticPrefix(pattern string) (prefix, rest string) {
+	segs := strings.Split(pattern, "/")
+	i := 0
+	for ; i < len(segs)-1; i++ {
+		if strings.ContainsAny(segs[i], `*?[{\`) {
+			break
+		}
+	}
+	prefix = strings.Join(segs[:i], "/")
+	if prefix == "" && strings.HasPrefix(pattern, "/") {
+		prefix = "/"
+	}
+	return prefix, strings.Join(segs[i:], "/")
+}
+
+// HasMeta reports whether s contains any glob syntax.
+func HasMeta(s string) bool { return strings.ContainsAny(s, `*?[{\`) }
+
+// expandBraces turns "a{b,c}d" into ["abd", "acd"], recursively, leaving
+// escaped braces alone.
+func expandBraces(s string) ([]string, error) {
+	open := -1
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '{':
+			if depth == 0 {
+				open = i
+			}
+			depth++
+		case '}':
+			if depth == 0 {
+				return nil, fmt.Errorf("unmatched }")
+			}
+			depth--
+			if depth > 0 {
+				continue
+			}
+			var out []string
+			for _, choice := range splitTopLevel(s[open+1 : i]) {
+				rest, err := expandBraces(choice + s[i+1:])
+				if err != nil {
+					return nil, err
+				}
+				for _, r := range rest {
+					out = append(out, s[:open]+r)
+					if len(out) > maxAlternatives {
+						return nil, fmt.Errorf("more than %d brace alternatives", maxAlternatives)
+					}
+				}
+			}
+			return out, nil
+		}
+	}
+	if depth != 0 {
+		return nil, fmt.Errorf("unmatched {")
+	}
+	return []string{s}, nil
+}
+
+// splitTopLevel splits s at commas that are not inside nested braces.
+func splitTopLevel(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '{':
+			depth++
+		case '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
