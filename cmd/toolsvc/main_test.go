@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 )
 
 var toolsvcBin string
@@ -62,7 +64,7 @@ func runCall(t *testing.T, stdin string, args ...string) []toolResult {
 }
 
 func TestCallEmbeddedAssistantMessage(t *testing.T) {
-	root := t.TempDir()
+	root := sandboxtest.Dir(t)
 	msg := `{"id":"msg_1","role":"assistant","content":[
 		{"type":"text","text":"Let me look."},
 		{"type":"tool_use","id":"toolu_w","name":"Write","input":{"file_path":"notes.txt","content":"alpha\nbeta\n"}},
@@ -113,7 +115,7 @@ func TestCallBlockPerLine(t *testing.T) {
 	in := `{"type":"tool_use","id":"a","name":"Bash","input":{"command":"echo one"}}
 {"type":"tool_use","id":"b","name":"Bash","input":{"command":"echo two"}}
 `
-	rs := runCall(t, in, "--embedded", "--root", t.TempDir())
+	rs := runCall(t, in, "--embedded", "--root", sandboxtest.Dir(t))
 	if len(rs) != 2 || rs[0].Content != "one" || rs[1].Content != "two" || rs[0].IsError == nil || *rs[0].IsError {
 		t.Fatalf("results %+v", rs)
 	}
@@ -169,7 +171,7 @@ func waitServing(t *testing.T, addr string) {
 }
 
 func TestServeOverTCPAndCall(t *testing.T) {
-	root := t.TempDir()
+	root := sandboxtest.Dir(t)
 	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("needle\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,7 @@ func TestServeOverTCPAndCall(t *testing.T) {
 
 func TestServeUnixSocketAndSIGTERM(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "toolsvc.sock")
-	cmd := exec.Command(toolsvcBin, "serve", "--listen", "unix://"+sock, "--root", t.TempDir())
+	cmd := exec.Command(toolsvcBin, "serve", "--listen", "unix://"+sock, "--root", sandboxtest.Dir(t))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

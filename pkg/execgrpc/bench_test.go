@@ -21,6 +21,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 )
 
 // The benchmarks below come in pairs: a floor that does the least the same
@@ -37,7 +38,7 @@ type benchEnv struct {
 
 func newBenchEnv(b *testing.B, backend string) *benchEnv {
 	b.Helper()
-	root := b.TempDir()
+	root := sandboxtest.Dir(b)
 	ex, err := execsvc.New(execsvc.Config{Root: root, MaxConcurrency: 32, Sandbox: sandbox.Config{Backend: backend}})
 	if err != nil {
 		b.Fatal(err)

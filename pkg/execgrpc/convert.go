@@ -87,14 +87,17 @@ func optionsFromProto(m *executorv1.SessionOptions) executor.SessionOptions {
 }
 
 var protectionByName = map[string]executorv1.Protection{
-	"file_roots":         executorv1.Protection_PROTECTION_FILE_ROOTS,
-	"landlock_fs":        executorv1.Protection_PROTECTION_LANDLOCK_FS,
-	"network_isolation":  executorv1.Protection_PROTECTION_NETWORK_ISOLATION,
-	"process_tree":       executorv1.Protection_PROTECTION_PROCESS_TREE,
-	"resource_limits":    executorv1.Protection_PROTECTION_RESOURCE_LIMITS,
-	"unprivileged_user":  executorv1.Protection_PROTECTION_UNPRIVILEGED_USER,
-	"clean_environment":  executorv1.Protection_PROTECTION_CLEAN_ENVIRONMENT,
-	"pid_isolation":      executorv1.Protection_PROTECTION_PID_ISOLATION,
+	"file_roots":        executorv1.Protection_PROTECTION_FILE_ROOTS,
+	"landlock_fs":       executorv1.Protection_PROTECTION_LANDLOCK_FS,
+	"network_isolation": executorv1.Protection_PROTECTION_NETWORK_ISOLATION,
+	"process_tree":      executorv1.Protection_PROTECTION_PROCESS_TREE,
+	"resource_limits":   executorv1.Protection_PROTECTION_RESOURCE_LIMITS,
+	"unprivileged_user": executorv1.Protection_PROTECTION_UNPRIVILEGED_USER,
+	"clean_environment": executorv1.Protection_PROTECTION_CLEAN_ENVIRONMENT,
+	"pid_isolation":     executorv1.Protection_PROTECTION_PID_ISOLATION,
+	"no_new_privs":      executorv1.Protection_PROTECTION_NO_NEW_PRIVS,
+	"landlock_scope":    executorv1.Protection_PROTECTION_LANDLOCK_SCOPE,
+	"process_group":     executorv1.Protection_PROTECTION_PROCESS_GROUP,
 }
 
 func eventToProto(ev *executor.Event) *executorv1.ExecuteResponse {

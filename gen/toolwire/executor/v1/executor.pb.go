@@ -391,20 +391,31 @@ const (
 	Protection_PROTECTION_CLEAN_ENVIRONMENT Protection = 7
 	// Sessions cannot see or signal each other's processes.
 	Protection_PROTECTION_PID_ISOLATION Protection = 8
+	// no_new_privs is set: setuid programs gain nothing.
+	Protection_PROTECTION_NO_NEW_PRIVS Protection = 9
+	// Landlock scoping: processes cannot signal or reach abstract unix sockets
+	// outside their sandbox.
+	Protection_PROTECTION_LANDLOCK_SCOPE Protection = 10
+	// Each call has its own process group, killed whole (the weaker fallback
+	// of PROTECTION_PROCESS_TREE where no cgroup is available).
+	Protection_PROTECTION_PROCESS_GROUP Protection = 11
 )
 
 // Enum value maps for Protection.
 var (
 	Protection_name = map[int32]string{
-		0: "PROTECTION_UNSPECIFIED",
-		1: "PROTECTION_FILE_ROOTS",
-		2: "PROTECTION_LANDLOCK_FS",
-		3: "PROTECTION_NETWORK_ISOLATION",
-		4: "PROTECTION_PROCESS_TREE",
-		5: "PROTECTION_RESOURCE_LIMITS",
-		6: "PROTECTION_UNPRIVILEGED_USER",
-		7: "PROTECTION_CLEAN_ENVIRONMENT",
-		8: "PROTECTION_PID_ISOLATION",
+		0:  "PROTECTION_UNSPECIFIED",
+		1:  "PROTECTION_FILE_ROOTS",
+		2:  "PROTECTION_LANDLOCK_FS",
+		3:  "PROTECTION_NETWORK_ISOLATION",
+		4:  "PROTECTION_PROCESS_TREE",
+		5:  "PROTECTION_RESOURCE_LIMITS",
+		6:  "PROTECTION_UNPRIVILEGED_USER",
+		7:  "PROTECTION_CLEAN_ENVIRONMENT",
+		8:  "PROTECTION_PID_ISOLATION",
+		9:  "PROTECTION_NO_NEW_PRIVS",
+		10: "PROTECTION_LANDLOCK_SCOPE",
+		11: "PROTECTION_PROCESS_GROUP",
 	}
 	Protection_value = map[string]int32{
 		"PROTECTION_UNSPECIFIED":       0,
@@ -416,6 +427,9 @@ var (
 		"PROTECTION_UNPRIVILEGED_USER": 6,
 		"PROTECTION_CLEAN_ENVIRONMENT": 7,
 		"PROTECTION_PID_ISOLATION":     8,
+		"PROTECTION_NO_NEW_PRIVS":      9,
+		"PROTECTION_LANDLOCK_SCOPE":    10,
+		"PROTECTION_PROCESS_GROUP":     11,
 	}
 )
 
@@ -3246,7 +3260,7 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x1fPERMISSION_BEHAVIOR_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1ePERMISSION_BEHAVIOR_ALLOW_ONCE\x10\x01\x12$\n" +
 	" PERMISSION_BEHAVIOR_ALLOW_ALWAYS\x10\x02\x12\x1c\n" +
-	"\x18PERMISSION_BEHAVIOR_DENY\x10\x03*\xa0\x02\n" +
+	"\x18PERMISSION_BEHAVIOR_DENY\x10\x03*\xfa\x02\n" +
 	"\n" +
 	"Protection\x12\x1a\n" +
 	"\x16PROTECTION_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -3257,7 +3271,11 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x1aPROTECTION_RESOURCE_LIMITS\x10\x05\x12 \n" +
 	"\x1cPROTECTION_UNPRIVILEGED_USER\x10\x06\x12 \n" +
 	"\x1cPROTECTION_CLEAN_ENVIRONMENT\x10\a\x12\x1c\n" +
-	"\x18PROTECTION_PID_ISOLATION\x10\b*\x99\x02\n" +
+	"\x18PROTECTION_PID_ISOLATION\x10\b\x12\x1b\n" +
+	"\x17PROTECTION_NO_NEW_PRIVS\x10\t\x12\x1d\n" +
+	"\x19PROTECTION_LANDLOCK_SCOPE\x10\n" +
+	"\x12\x1c\n" +
+	"\x18PROTECTION_PROCESS_GROUP\x10\v*\x99\x02\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fOUTCOME_SUCCESS\x10\x01\x12\x16\n" +

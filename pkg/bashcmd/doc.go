@@ -1,0 +1,23 @@
+// Package bashcmd reads Bash command lines the way a permission check or a
+// scheduler needs: which simple commands a line runs, with which words, and
+// whether it only reads.
+//
+// Commands parses a line with a real shell parser (mvdan.cc/sh/v3) and
+// lists every simple command in it — across &&, ||, ;, pipes, subshells,
+// command and process substitutions, here-documents and function bodies —
+// with quoting resolved, so that "r''m", "\rm" and $'\x72m' all read as rm.
+// Wrappers that run another command are looked through: timeout, nice,
+// nohup, stdbuf, command, builtin, exec, env, sudo, xargs, find -exec, and
+// shells given a script (bash -c '…', sh <<EOF …, eval '…') whose script is
+// parsed in turn. Whatever cannot be known from the text is marked: a word
+// built by expansion or substitution is Dynamic, and a command whose real
+// program cannot be read (eval of a variable, a shell reading a pipe) is
+// Opaque, so that a rule cannot be dodged by hiding the command.
+//
+// ReadOnly decides whether a line only reads: every command must be a known
+// read-only program with read-only arguments, with no output redirection
+// other than to /dev/null, no assignments that change behaviour and
+// nothing dynamic in command position. When in doubt it says no.
+//
+// The package runs nothing and touches no files.
+package bashcmd

@@ -1,0 +1,389 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// cgroupMounts are the hierarchies the service can use, with the service's
+// own directory in each.
+type cgroupMounts struct {
+	unified  string // own cgroup v2 directory, "" if none
+	v1Pids   string // own cgroup v1 pids directory, "" if none
+	v1Memory string // own cgroup v1 memory directory, "" if none
+}
+
+// findCgroups locates the service's own cgroup directories from
+// /proc/self/mountinfo and /proc/self/cgroup.
+func findCgroups() cgroupMounts {
+	var m cgroupMounts
+	own := map[string]string{} // controller ("" for v2) -> path
+	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			parts := strings.SplitN(line, ":", 3)
+			if len(parts) != 3 {
+				continue
+			}
+			if parts[1] == "" {
+				own[""] = parts[2]
+				continue
+			}
+			for _, c := range strings.Split(parts[1], ",") {
+				own[c] = parts[2]
+			}
+		}
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return m
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, x := range fields {
+			if x == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || len(fields) < sep+3 || len(fields) < 5 {
+			continue
+		}
+		root, point, fstype, opts := fields[3], fields[4], fields[sep+1], fields[sep+3]
+		dir := func(p string) string {
+			rel := strings.TrimPrefix(p, root)
+			if root == "/" {
+				rel = p
+			}
+			return filepath.Join(point, rel)
+		}
+		switch fstype {
+		case "cgroup2":
+			if p, ok := own[""]; ok && m.unified == "" {
+				m.unified = dir(p)
+			}
+		case "cgroup":
+			for _, o := range strings.Split(opts, ",") {
+				switch o {
+				case "pids":
+					if p, ok := own["pids"]; ok && m.v1Pids == "" {
+						m.v1Pids = dir(p)
+					}
+				case "memory":
+					if p, ok := own["memory"]; ok && m.v1Memory == "" {
+						m.v1Memory = dir(p)
+					}
+				}
+			}
+		}
+	}
+	return m
+}
+
+// runnerCgroups are a runner's own directories, one per usable hierarchy.
+type runnerCgroups struct {
+	name     string // toolwire-<pid>-<n>, the marker in /proc/<pid>/cgroup
+	unified  string // kill via cgroup.kill; "" when unavailable
+	v2Memory bool   // memory controller enabled below unified
+	v2Pids   bool   // pids controller enabled below unified
+	v1Pids   string
+	v1Memory string
+	seq      atomic.Uint64
+}
+
+var runnerSeq atomic.Uint64
+
+// newRunnerCgroups creates the runner's directories where the hierarchy
+// allows it; what fails is returned as notes, not errors, because the
+// caller degrades to process groups and rlimits.
+func newRunnerCgroups(limits Limits) (*runnerCgroups, []string) {
+	m := findCgroups()
+	rc := &runnerCgroups{name: fmt.Sprintf("toolwire-%d-%d", os.Getpid(), runnerSeq.Add(1))}
+	var notes []string
+	mk := func(parent, what string) string {
+		if parent == "" {
+			notes = append(notes, what+": hierarchy not mounted")
+			return ""
+		}
+		removeStale(parent)
+		d := filepath.Join(parent, rc.name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			notes = append(notes, fmt.Sprintf("%s: %v", what, err))
+			return ""
+		}
+		return d
+	}
+	rc.unified = mk(m.unified, "cgroup v2")
+	if rc.unified != "" {
+		if _, err := os.Stat(filepath.Join(rc.unified, "cgroup.kill")); err != nil {
+			notes = append(notes, "cgroup v2: no cgroup.kill (kernel older than 5.14)")
+			os.Remove(rc.unified)
+			rc.unified = ""
+		}
+	}
+	if rc.unified != "" {
+		ctrl, _ := os.ReadFile(filepath.Join(rc.unified, "cgroup.controllers"))
+		enable := func(c string) bool {
+			if !bytes.Contains(ctrl, []byte(c)) {
+				return false
+			}
+			return os.WriteFile(filepath.Join(rc.unified, "cgroup.subtree_control"), []byte("+"+c), 0) == nil
+		}
+		if limits.Memory > 0 {
+			rc.v2Memory = enable("memory")
+		}
+		if limits.Processes > 0 {
+			rc.v2Pids = enable("pids")
+		}
+	}
+	if limits.Processes > 0 && !rc.v2Pids {
+		rc.v1Pids = mk(m.v1Pids, "cgroup v1 pids")
+	}
+	if limits.Memory > 0 && !rc.v2Memory {
+		rc.v1Memory = mk(m.v1Memory, "cgroup v1 memory")
+	}
+	return rc, notes
+}
+
+// removeStale removes runner directories left by toolwire processes that
+// died without cleaning up, killing what still runs in them.
+func removeStale(parent string) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(name, "toolwire-") {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(strings.TrimPrefix(name, "toolwire-"), "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid == os.Getpid() || !errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+			continue // not ours to judge, or its owner still runs
+		}
+		dir := filepath.Join(parent, name)
+		calls, _ := os.ReadDir(dir)
+		for _, c := range calls {
+			if c.IsDir() {
+				cd := filepath.Join(dir, c.Name())
+				if os.WriteFile(filepath.Join(cd, "cgroup.kill"), []byte("1"), 0) != nil {
+					killListed(cd)
+				}
+				removeDir(cd)
+			}
+		}
+		os.Remove(dir)
+	}
+}
+
+// remove deletes the runner's (by now empty) directories.
+func (rc *runnerCgroups) remove() {
+	for _, d := range []string{rc.unified, rc.v1Pids, rc.v1Memory} {
+		if d != "" {
+			removeDir(d)
+		}
+	}
+}
+
+// callCgroup is one call's set of directories.
+type callCgroup struct {
+	key      string // <runner name>/c<n>
+	unified  string
+	v1       []string
+	dirFD    int        // unified directory, for CLONE_INTO_CGROUP; -1 if none
+	v1Procs  []*os.File // cgroup.procs of the v1 directories, written at the exec stop
+	v1Strict bool       // v1 controllers need the exec stop
+}
+
+// newCall creates a call's directories and applies the memory and pids
+// limits.
+func (rc *runnerCgroups) newCall(limits Limits) (*callCgroup, error) {
+	n := fmt.Sprintf("c%d", rc.seq.Add(1))
+	cc := &callCgroup{key: rc.name + "/" + n, dirFD: -1}
+	fail := func(err error) (*callCgroup, error) {
+		cc.close()
+		cc.remove()
+		return nil, err
+	}
+	if rc.unified != "" {
+		d := filepath.Join(rc.unified, n)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return fail(fmt.Errorf("sandbox: create cgroup: %w", err))
+		}
+		cc.unified = d
+		if rc.v2Memory {
+			if err := writeFile(d, "memory.max", strconv.FormatInt(limits.Memory, 10)); err != nil {
+				return fail(err)
+			}
+			writeFile(d, "memory.swap.max", "0")
+		}
+		if rc.v2Pids {
+			if err := writeFile(d, "pids.max", strconv.Itoa(limits.Processes)); err != nil {
+				return fail(err)
+			}
+		}
+		fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fail(fmt.Errorf("sandbox: open cgroup: %w", err))
+		}
+		cc.dirFD = fd
+	}
+	v1 := func(parent, file, value string, extra ...string) error {
+		if parent == "" {
+			return nil
+		}
+		d := filepath.Join(parent, n)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return fmt.Errorf("sandbox: create cgroup: %w", err)
+		}
+		cc.v1 = append(cc.v1, d)
+		if err := writeFile(d, file, value); err != nil {
+			return err
+		}
+		for _, f := range extra {
+			writeFile(d, f, value) // best effort (memsw needs swap accounting)
+		}
+		procs, err := os.OpenFile(filepath.Join(d, "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("sandbox: open cgroup: %w", err)
+		}
+		cc.v1Procs = append(cc.v1Procs, procs)
+		cc.v1Strict = true
+		return nil
+	}
+	if err := v1(rc.v1Pids, "pids.max", strconv.Itoa(limits.Processes)); err != nil {
+		return fail(err)
+	}
+	if err := v1(rc.v1Memory, "memory.limit_in_bytes", strconv.FormatInt(limits.Memory, 10), "memory.memsw.limit_in_bytes"); err != nil {
+		return fail(err)
+	}
+	return cc, nil
+}
+
+// attachV1 moves pid into the call's v1 directories.
+func (cc *callCgroup) attachV1(pid int) error {
+	for _, f := range cc.v1Procs {
+		if _, err := f.WriteString(strconv.Itoa(pid)); err != nil {
+			return fmt.Errorf("sandbox: join cgroup %s: %w", f.Name(), err)
+		}
+	}
+	return nil
+}
+
+// close releases the file descriptors needed only while starting.
+func (cc *callCgroup) close() {
+	if cc.dirFD >= 0 {
+		unix.Close(cc.dirFD)
+		cc.dirFD = -1
+	}
+	for _, f := range cc.v1Procs {
+		f.Close()
+	}
+	cc.v1Procs = nil
+}
+
+// kill sends SIGKILL to every process of the call. It reports false when
+// the call has no directory that can do so.
+func (cc *callCgroup) kill() bool {
+	if cc.unified != "" {
+		return writeFile(cc.unified, "cgroup.kill", "1") == nil
+	}
+	if len(cc.v1) > 0 {
+		killListed(cc.v1[0])
+		return true
+	}
+	return false
+}
+
+// waitEmpty waits until no process is left in the call, killing again
+// until then (needed where only v1 listings are available).
+func (cc *callCgroup) waitEmpty() {
+	delay := 50 * time.Microsecond
+	for i := 0; ; i++ {
+		if cc.empty() {
+			return
+		}
+		if len(cc.v1) > 0 && cc.unified == "" {
+			killListed(cc.v1[0])
+		}
+		time.Sleep(delay)
+		if delay < 20*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+func (cc *callCgroup) empty() bool {
+	if cc.unified != "" {
+		b, err := os.ReadFile(filepath.Join(cc.unified, "cgroup.events"))
+		return err != nil || bytes.Contains(b, []byte("populated 0"))
+	}
+	if len(cc.v1) > 0 {
+		b, err := os.ReadFile(filepath.Join(cc.v1[0], "cgroup.procs"))
+		return err != nil || len(bytes.TrimSpace(b)) == 0
+	}
+	return true
+}
+
+// remove deletes the call's directories.
+func (cc *callCgroup) remove() {
+	if cc.unified != "" {
+		removeDir(cc.unified)
+	}
+	for _, d := range cc.v1 {
+		removeDir(d)
+	}
+}
+
+// killListed sends SIGKILL to every process listed in a v1 directory.
+func killListed(dir string) {
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+	}
+}
+
+// removeDir removes a cgroup directory, retrying while the kernel still
+// counts exiting tasks in it.
+func removeDir(d string) {
+	delay := 100 * time.Microsecond
+	for i := 0; i < 40; i++ {
+		err := unix.Rmdir(d)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return
+		}
+		if !errors.Is(err, unix.EBUSY) {
+			break
+		}
+		time.Sleep(delay)
+		if delay < 50*time.Millisecond {
+			delay *= 2
+		}
+	}
+	cgroupLeftovers.Add(1)
+}
+
+// cgroupLeftovers counts directories that could not be removed.
+var cgroupLeftovers atomic.Int64
+
+func writeFile(dir, name, value string) error {
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(value), 0); err != nil {
+		return fmt.Errorf("sandbox: cgroup %s: %w", name, err)
+	}
+	return nil
+}

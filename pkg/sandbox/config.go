@@ -1,0 +1,220 @@
+package sandbox
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Backends.
+const (
+	// BackendLandlock confines the file system (and signals and abstract
+	// unix sockets) with Landlock. It is the default.
+	BackendLandlock = "landlock"
+	// BackendNone applies no Landlock domain; the other measures (network,
+	// user, limits, environment, process tree) still apply.
+	BackendNone = "none"
+)
+
+// Network modes.
+const (
+	// NetworkNone gives the session a fresh network namespace with only
+	// loopback up. It is the default. Processes of one session share it, so
+	// a server started in the background can be reached by a later call.
+	NetworkNone = "none"
+	// NetworkHost leaves processes in the service's network namespace.
+	NetworkHost = "host"
+)
+
+// Config is the policy of a Runner.
+type Config struct {
+	// Backend is BackendLandlock (the default when empty) or BackendNone.
+	Backend string
+	// ReadOnlyPaths may be read and executed besides the workspace and the
+	// temp dir. Nil means DefaultReadOnlyPaths. A few device nodes
+	// (/dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom) and
+	// /proc are always readable.
+	ReadOnlyPaths []string
+	// ReadWritePaths may be read, written and executed besides the
+	// workspace and the temp dir.
+	ReadWritePaths []string
+	// Network is NetworkNone (the default when empty) or NetworkHost.
+	Network string
+	// RunAsUser is the user processes run as when the service runs as root:
+	// a user name, a uid, or "uid:gid". Empty means the owner of the
+	// workspace when that is not root, "nobody" otherwise. "root" (or "0")
+	// keeps processes root, which Enforced then does not report as
+	// unprivileged. It is ignored when the service does not run as root.
+	RunAsUser string
+	// Limits are per-call resource limits; zero fields are unlimited.
+	Limits Limits
+	// EnvAllowlist names the variables of the service's environment that
+	// processes inherit; a trailing "*" matches a prefix. Nil means
+	// DefaultEnvAllowlist.
+	EnvAllowlist []string
+	// Logger receives degradations and cleanup failures. Nil discards.
+	Logger *slog.Logger
+}
+
+// Limits are resource limits of one call (one started process and
+// everything it starts). Zero means unlimited.
+type Limits struct {
+	// CPUTime is the CPU time of each process (RLIMIT_CPU).
+	CPUTime time.Duration
+	// Memory is the memory of the call in bytes: the cgroup memory limit
+	// where a memory controller is available, else RLIMIT_AS per process.
+	Memory int64
+	// Processes is the number of tasks of the call: the cgroup pids limit
+	// where a pids controller is available, else RLIMIT_NPROC, which the
+	// kernel counts per user rather than per call.
+	Processes int
+	// FileSize is the largest file a process may write (RLIMIT_FSIZE).
+	FileSize int64
+	// OpenFiles is the number of open files per process (RLIMIT_NOFILE).
+	OpenFiles int
+}
+
+func (l Limits) any() bool {
+	return l.CPUTime > 0 || l.Memory > 0 || l.Processes > 0 || l.FileSize > 0 || l.OpenFiles > 0
+}
+
+// DefaultReadOnlyPaths returns the system paths processes may read and
+// execute by default: the usual binary and library directories and the
+// parts of /etc that programs need to run (users, name resolution, dynamic
+// linker, time zone, certificates, alternatives, shell start-up files), but
+// not credentials such as /etc/shadow or host keys.
+func DefaultReadOnlyPaths() []string {
+	paths := []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+	for _, name := range defaultEtc {
+		paths = append(paths, filepath.Join("/etc", name))
+	}
+	return paths
+}
+
+var defaultEtc = []string{
+	"passwd", "group", "hosts", "hostname", "resolv.conf", "nsswitch.conf",
+	"host.conf", "gai.conf", "protocols", "services", "networks",
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
+	"ssl/certs", "ca-certificates", "ca-certificates.conf", "pki",
+	"alternatives", "bash.bashrc", "profile", "profile.d", "inputrc",
+	"environment", "mime.types", "magic", "magic.mime", "terminfo",
+	"os-release", "debian_version", "lsb-release", "gitconfig", "mailcap",
+	"locale.alias", "locale.gen", "default/locale", "mtab", "fstab",
+	"subuid", "subgid", "shells", "login.defs", "xdg",
+}
+
+// alwaysReadable are readable whatever ReadOnlyPaths says: programs fail in
+// odd ways without them.
+var alwaysReadable = []string{"/proc", "/sys/devices/system/cpu", "/dev/random", "/dev/urandom"}
+
+// alwaysWritable are device nodes every shell writes to.
+var alwaysWritable = []string{"/dev/null", "/dev/zero", "/dev/full"}
+
+// DefaultEnvAllowlist returns the variables inherited by default.
+func DefaultEnvAllowlist() []string {
+	return []string{"PATH", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "COLORTERM", "NO_COLOR"}
+}
+
+// defaultPath is PATH when the service has none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// normalize fills defaults and validates the enumerations.
+func (c Config) normalize() (Config, error) {
+	switch c.Backend {
+	case "":
+		c.Backend = BackendLandlock
+	case BackendLandlock, BackendNone:
+	default:
+		return c, fmt.Errorf("sandbox: unknown backend %q (want %q or %q)", c.Backend, BackendLandlock, BackendNone)
+	}
+	switch c.Network {
+	case "":
+		c.Network = NetworkNone
+	case NetworkNone, NetworkHost:
+	default:
+		return c, fmt.Errorf("sandbox: unknown network mode %q (want %q or %q)", c.Network, NetworkNone, NetworkHost)
+	}
+	if c.ReadOnlyPaths == nil {
+		c.ReadOnlyPaths = DefaultReadOnlyPaths()
+	}
+	if c.EnvAllowlist == nil {
+		c.EnvAllowlist = DefaultEnvAllowlist()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	l := c.Limits
+	if l.CPUTime < 0 || l.Memory < 0 || l.Processes < 0 || l.FileSize < 0 || l.OpenFiles < 0 {
+		return c, fmt.Errorf("sandbox: negative limit in %+v", l)
+	}
+	return c, nil
+}
+
+// identity is the user processes run as.
+type identity struct {
+	uid, gid int
+	name     string
+	home     string
+	switched bool // the service is root and processes are not
+}
+
+// resolveIdentity decides the user of a runner whose workspace is ws.
+func resolveIdentity(spec, ws string) (identity, error) {
+	if os.Geteuid() != 0 {
+		u := identity{uid: os.Getuid(), gid: os.Getgid()}
+		if cur, err := user.Current(); err == nil {
+			u.name = cur.Username
+		}
+		return u, nil
+	}
+	if spec == "" {
+		spec = "nobody"
+		if fi, err := os.Stat(ws); err == nil {
+			if uid, gid, ok := ownerOf(fi); ok && uid != 0 {
+				spec = fmt.Sprintf("%d:%d", uid, gid)
+			}
+		}
+	}
+	id, err := lookupIdentity(spec)
+	if err != nil {
+		return id, err
+	}
+	id.switched = id.uid != 0
+	return id, nil
+}
+
+func lookupIdentity(spec string) (identity, error) {
+	name, group, hasGroup := strings.Cut(spec, ":")
+	var id identity
+	if uid, err := strconv.Atoi(name); err == nil {
+		id.uid, id.gid = uid, uid
+		if u, err := user.LookupId(name); err == nil {
+			id.name = u.Username
+			id.gid, _ = strconv.Atoi(u.Gid)
+		}
+	} else {
+		u, err := user.Lookup(name)
+		if err != nil {
+			return id, fmt.Errorf("sandbox: run-as user %q: %w", spec, err)
+		}
+		id.name = u.Username
+		id.uid, _ = strconv.Atoi(u.Uid)
+		id.gid, _ = strconv.Atoi(u.Gid)
+	}
+	if hasGroup {
+		gid, err := strconv.Atoi(group)
+		if err != nil {
+			return id, fmt.Errorf("sandbox: run-as user %q: group must be numeric", spec)
+		}
+		id.gid = gid
+	}
+	if id.name == "" {
+		id.name = name
+	}
+	return id, nil
+}

@@ -1,0 +1,40 @@
+// Package sandbox starts confined processes for one session and kills them
+// again, whole trees at a time.
+//
+// A Runner owns one session's processes. Every process it starts gets a
+// single pipe for both stdout and stderr (so output arrives in write order),
+// a clean environment built from an allowlist, and a place of its own in the
+// process tree that can be killed at once: a per-call cgroup v2 directory
+// (created with clone3 CLONE_INTO_CGROUP, killed with cgroup.kill) where the
+// kernel offers one, a process group otherwise.
+//
+// Confinement is applied without re-executing the service binary: a Runner
+// keeps one OS thread of its own, locked and never returned to the Go
+// scheduler, that holds the session's confinement and forks every child.
+// That thread
+//
+//   - lives in a fresh network namespace with only loopback up (Network
+//     "none"), so children inherit the namespace;
+//   - has no_new_privs set and a Landlock domain applied to itself only
+//     (landlock_restrict_self without TSYNC), so children inherit the domain
+//     while the rest of the service stays unconfined;
+//   - forks children that drop to an unprivileged user (Credential) in the
+//     child before exec.
+//
+// Resource limits that are per process (CPU time, file size, open files and
+// the fallbacks for memory and processes) and cgroup v1 controllers are
+// applied while the child is stopped right after its execve (PTRACE_TRACEME
+// in the child, prlimit and cgroup.procs writes by the spawner, then
+// PTRACE_DETACH), so not one instruction of the target runs unconfined.
+// Re-executing a Go binary for each call would cost several milliseconds of
+// runtime start-up per process; this design keeps the per-call overhead to a
+// few system calls.
+//
+// What the kernel cannot provide is either refused up front by Check (fail
+// closed: the configured policy is not silently weakened) or, for
+// best-effort extras such as cgroup controllers, left out and reported by
+// Runner.Enforced.
+//
+// The package does not decide what may run: permission rules, tool input
+// checks and output formatting belong to the executor and the tools.
+package sandbox

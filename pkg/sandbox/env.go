@@ -1,0 +1,74 @@
+package sandbox
+
+import (
+	"os"
+	"strings"
+)
+
+// baseEnv builds the environment every process of the runner starts with:
+// the allowlisted variables of the service, then the runner's own.
+func baseEnv(allow []string, id identity, tempDir string) []string {
+	var env []string
+	hasPath := false
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !allowed(allow, k) {
+			continue
+		}
+		if k == "PATH" {
+			hasPath = true
+		}
+		env = append(env, kv)
+	}
+	if !hasPath {
+		env = append(env, "PATH="+defaultPath)
+	}
+	env = append(env, "HOME="+tempDir, "TMPDIR="+tempDir)
+	if id.name != "" {
+		env = append(env, "USER="+id.name, "LOGNAME="+id.name)
+	}
+	return env
+}
+
+func allowed(allow []string, key string) bool {
+	for _, a := range allow {
+		if p, ok := strings.CutSuffix(a, "*"); ok {
+			if strings.HasPrefix(key, p) {
+				return true
+			}
+		} else if a == key {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeEnv returns base with extra on top; a later entry replaces an
+// earlier one with the same name.
+func mergeEnv(base, extra []string) []string {
+	if len(extra) == 0 {
+		return base
+	}
+	out := make([]string, 0, len(base)+len(extra))
+	index := make(map[string]int, len(base)+len(extra))
+	for _, kv := range append(append([]string(nil), base...), extra...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := index[k]; ok {
+			out[i] = kv
+			continue
+		}
+		index[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+// lookEnv returns the value of key in env.
+func lookEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}

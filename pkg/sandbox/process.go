@@ -1,0 +1,140 @@
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Process is a started process and the tree it grows.
+type Process struct {
+	r    *Runner
+	proc *os.Process
+	out  *os.File
+	cg   *callCgroup // nil: process group only
+	key  string      // registration of the call for the orphan reaper
+
+	stdinChild  *os.File // child's end of a stdin pipe, closed after start
+	stdinParent *os.File // our end, fed by a goroutine
+	stdinSrc    io.Reader
+	stdinDone   chan struct{}
+
+	killOnce sync.Once
+	done     chan struct{}
+	code     int
+	err      error
+}
+
+// Pid returns the process id of the first process.
+func (p *Process) Pid() int { return p.proc.Pid }
+
+// Output returns the read end of the pipe that is both stdout and stderr
+// of the tree, so bytes arrive in the order they were written. Read it to
+// EOF (which comes once every process holding the pipe is gone) and close
+// it; closing it early makes a blocked Read return.
+func (p *Process) Output() io.ReadCloser { return p.out }
+
+// Done is closed when Wait would return.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait waits until the first process has exited and the rest of its tree
+// has been killed and reaped. exitCode is the exit status, or 128 plus the
+// signal number when a signal ended the process (as shells report it). err
+// is set only when the process could not be waited for.
+func (p *Process) Wait() (exitCode int, err error) {
+	<-p.done
+	return p.code, p.err
+}
+
+// Abort sends SIGKILL to the whole tree and returns without waiting; Wait
+// (or the runner's Close) sees the reaping through. It is idempotent.
+func (p *Process) Abort() {
+	p.killOnce.Do(func() {
+		if p.cg != nil && p.cg.kill() {
+			return
+		}
+		unix.Kill(-p.proc.Pid, unix.SIGKILL)
+	})
+}
+
+// Kill kills the whole tree, including processes that left the process
+// group or were double-forked away, and waits until it is reaped. It is
+// idempotent.
+func (p *Process) Kill() {
+	p.Abort()
+	<-p.done
+}
+
+// waitLoop waits for the first process, then ends and reaps the rest of
+// the tree.
+func (p *Process) waitLoop() {
+	defer p.r.forget(p)
+	state, err := p.proc.Wait()
+	if err != nil {
+		p.err = err
+	} else if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		p.code = 128 + int(ws.Signal())
+	} else {
+		p.code = state.ExitCode()
+	}
+	// Whatever the first process left behind dies with it; that also
+	// closes the output pipe for readers.
+	if p.cg != nil && p.cg.kill() {
+		p.cg.waitEmpty()
+	} else {
+		unix.Kill(-p.proc.Pid, unix.SIGKILL)
+	}
+	p.killOnce.Do(func() {})
+	reapOrphans()
+	unregisterCall(p.key, p.proc.Pid)
+	if p.cg != nil {
+		p.cg.remove()
+	}
+	p.closeStdin()
+	close(p.done)
+}
+
+// stdinFile returns the file the child gets as stdin.
+func (p *Process) stdinFile(src io.Reader) (*os.File, error) {
+	switch s := src.(type) {
+	case nil:
+		return p.r.devNull, nil
+	case *os.File:
+		return s, nil
+	}
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p.stdinChild, p.stdinParent, p.stdinSrc = rd, wr, src
+	return rd, nil
+}
+
+// startStdinCopy feeds a non-file stdin.
+func (p *Process) startStdinCopy() {
+	if p.stdinParent == nil {
+		return
+	}
+	p.stdinDone = make(chan struct{})
+	go func() {
+		defer close(p.stdinDone)
+		_, err := io.Copy(p.stdinParent, p.stdinSrc)
+		if err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EPIPE) {
+			p.r.log.Debug("sandbox: stdin copy", "err", err)
+		}
+		p.stdinParent.Close()
+	}()
+}
+
+func (p *Process) closeStdin() {
+	if p.stdinParent != nil {
+		p.stdinParent.Close()
+		if p.stdinDone != nil {
+			<-p.stdinDone
+		}
+	}
+}

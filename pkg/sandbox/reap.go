@@ -1,0 +1,170 @@
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// BecomeSubreaper makes the calling process the reaper of orphans in its
+// subtree (PR_SET_CHILD_SUBREAPER), so that processes a sandboxed command
+// double-forks or setsid()s away are re-parented here rather than to the
+// machine's init, and starts the reaper that collects them.
+//
+// The reaper waits only for zombies it can prove are orphans of a sandboxed
+// call: children of this process that sit in one of its call cgroups and are
+// not the call's own first process (which its Process waits for). It never
+// calls wait4(-1), so it cannot steal the exit status of a child started
+// with os/exec elsewhere in the program. It runs for the rest of the process.
+// Call it once, early in main.
+func BecomeSubreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: become subreaper: %w", err)
+	}
+	reaperOnce.Do(func() {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, unix.SIGCHLD)
+		go reapLoop(ch)
+	})
+	return nil
+}
+
+var reaperOnce sync.Once
+
+// reapLoop collects known orphans whenever a child changes state.
+func reapLoop(ch <-chan os.Signal) {
+	for range ch {
+		reapOrphans()
+	}
+}
+
+// calls maps the cgroup key of every live call of this process to the pid
+// of the call's first process (0 while it is being started).
+var calls struct {
+	mu   sync.Mutex // guards m and serialises scans
+	m    map[string]int
+	pgid map[int]bool // process groups of calls without a cgroup
+}
+
+func registerCall(key string) {
+	calls.mu.Lock()
+	if calls.m == nil {
+		calls.m = make(map[string]int)
+		calls.pgid = make(map[int]bool)
+	}
+	calls.m[key] = 0
+	calls.mu.Unlock()
+}
+
+func setCallPid(key string, pid int, pgid bool) {
+	calls.mu.Lock()
+	calls.m[key] = pid
+	if pgid {
+		calls.pgid[pid] = true
+	}
+	calls.mu.Unlock()
+}
+
+func unregisterCall(key string, pid int) {
+	calls.mu.Lock()
+	delete(calls.m, key)
+	delete(calls.pgid, pid)
+	calls.mu.Unlock()
+}
+
+// reapOrphans waits for every zombie child of this process that is an
+// orphan of a registered call.
+func reapOrphans() {
+	calls.mu.Lock()
+	defer calls.mu.Unlock()
+	self := os.Getpid()
+	for _, pid := range ownChildren() {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		state, ppid, pgrp, ok := parseStat(stat)
+		if !ok || state != 'Z' || ppid != self {
+			continue
+		}
+		if !isOrphanLocked(pid, pgrp) {
+			continue
+		}
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+	}
+}
+
+// isOrphanLocked reports whether the zombie pid is an orphan of a call of
+// this process: it sits in one of this process's call cgroups (the call may
+// have ended already: orphans can be re-parented here after their call's
+// cgroup emptied) and is not a call's first process, which its Process
+// waits for.
+func isOrphanLocked(pid, pgrp int) bool {
+	for _, first := range calls.m {
+		if first == pid {
+			return false
+		}
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err == nil {
+		prefix := fmt.Sprintf("toolwire-%d-", os.Getpid())
+		for _, line := range strings.Split(string(b), "\n") {
+			i := strings.LastIndexByte(line, ':')
+			if i < 0 {
+				continue
+			}
+			path := line[i+1:]
+			// A call cgroup path ends with "<runner>/c<n>".
+			runner := filepath.Base(filepath.Dir(path))
+			if !strings.HasPrefix(runner, prefix) {
+				continue
+			}
+			if first, ok := calls.m[runner+"/"+filepath.Base(path)]; ok && first == 0 {
+				return false // still starting: its first pid is not known yet
+			}
+			return true
+		}
+	}
+	return calls.pgid[pgrp] && pgrp != pid
+}
+
+// ownChildren lists the children of every thread of this process.
+func ownChildren() []int {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	var pids []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc/self/task", t.Name(), "children"))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// parseStat extracts state, ppid and pgrp from /proc/<pid>/stat.
+func parseStat(b []byte) (state byte, ppid, pgrp int, ok bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, 0, 0, false
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 3 {
+		return 0, 0, 0, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	pgrp, err2 := strconv.Atoi(f[2])
+	return f[0][0], ppid, pgrp, err1 == nil && err2 == nil
+}

@@ -1,0 +1,498 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Runner starts confined processes for one session. It is safe for
+// concurrent use.
+type Runner struct {
+	cfg       Config
+	workspace string
+	tempDir   string
+	id        identity
+	log       *slog.Logger
+	sp        *spawner
+	cg        *runnerCgroups // nil when no hierarchy is usable
+	devNull   *os.File
+	rlimits   []rlimit
+	env       []string
+	readable  []string // roots a process may read, for explaining denials
+	exec      []string // roots a process may execute from
+	enforced  []string
+	pgSeq     atomic.Uint64
+
+	mu     sync.Mutex // guards the fields below
+	procs  map[*Process]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Cmd is one process to start.
+type Cmd struct {
+	// Args is the program and its arguments. A program without a slash is
+	// looked up in the PATH the process gets.
+	Args []string
+	// Dir is the working directory; empty means the workspace.
+	Dir string
+	// Env holds extra variables on top of the runner's environment.
+	Env []string
+	// Stdin is the standard input; nil means /dev/null.
+	Stdin io.Reader
+}
+
+// NewRunner checks cfg against the kernel and prepares a runner whose
+// processes may write workspace and tempDir (created if missing). The
+// runner must be closed.
+func NewRunner(cfg Config, workspace, tempDir string) (*Runner, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	if err := Check(cfg); err != nil {
+		return nil, err
+	}
+	if workspace, err = absDir(workspace); err != nil {
+		return nil, fmt.Errorf("sandbox: workspace: %w", err)
+	}
+	if err := os.MkdirAll(tempDir, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox: temp dir: %w", err)
+	}
+	if tempDir, err = absDir(tempDir); err != nil {
+		return nil, fmt.Errorf("sandbox: temp dir: %w", err)
+	}
+	id, err := resolveIdentity(cfg.RunAsUser, workspace)
+	if err != nil {
+		return nil, err
+	}
+	if id.switched {
+		if err := os.Chown(tempDir, id.uid, id.gid); err != nil {
+			return nil, fmt.Errorf("sandbox: give temp dir to %s: %w", id.name, err)
+		}
+		for _, d := range []string{workspace, tempDir} {
+			if err := accessibleBy(d, id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	r := &Runner{
+		cfg:       cfg,
+		workspace: workspace,
+		tempDir:   tempDir,
+		id:        id,
+		log:       cfg.Logger,
+		procs:     make(map[*Process]struct{}),
+		env:       baseEnv(cfg.EnvAllowlist, id, tempDir),
+	}
+	r.readable = append(append(append([]string{workspace, tempDir}, cfg.ReadWritePaths...), cfg.ReadOnlyPaths...), alwaysReadable...)
+	r.exec = append(append([]string{workspace, tempDir}, cfg.ReadWritePaths...), cfg.ReadOnlyPaths...)
+	if r.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			r.release()
+		}
+	}()
+
+	cg, notes := newRunnerCgroups(cfg.Limits)
+	for _, n := range notes {
+		r.log.Info("sandbox: cgroup unavailable, degrading", "reason", n)
+	}
+	if cg.unified != "" || cg.v1Pids != "" || cg.v1Memory != "" {
+		r.cg = cg
+	}
+	r.rlimits = r.rlimitsFor(cfg.Limits)
+
+	setup := spawnSetup{newNet: cfg.Network == NetworkNone, rulesetFD: -1}
+	if cfg.Backend == BackendLandlock {
+		fd, err := buildRuleset(policyRules(cfg, workspace, tempDir, isDefaultReadOnly(cfg.ReadOnlyPaths)))
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(fd)
+		setup.rulesetFD = fd
+	}
+	if id.switched && len(r.rlimits) > 0 {
+		setup.realID = &r.id
+	}
+	if r.sp, err = startSpawner(setup); err != nil {
+		return nil, err
+	}
+	r.enforced = r.computeEnforced()
+	ok = true
+	return r, nil
+}
+
+// rlimitsFor lists the per-process limits, including the fallbacks for
+// limits no cgroup controller enforces.
+func (r *Runner) rlimitsFor(l Limits) []rlimit {
+	var out []rlimit
+	if l.CPUTime > 0 {
+		secs := uint64((l.CPUTime + 999_999_999) / 1_000_000_000)
+		out = append(out, rlimit{unix.RLIMIT_CPU, secs})
+	}
+	if l.FileSize > 0 {
+		out = append(out, rlimit{unix.RLIMIT_FSIZE, uint64(l.FileSize)})
+	}
+	if l.OpenFiles > 0 {
+		out = append(out, rlimit{unix.RLIMIT_NOFILE, uint64(l.OpenFiles)})
+	}
+	if l.Memory > 0 && (r.cg == nil || (!r.cg.v2Memory && r.cg.v1Memory == "")) {
+		r.log.Info("sandbox: no memory controller, limiting address space per process instead")
+		out = append(out, rlimit{unix.RLIMIT_AS, uint64(l.Memory)})
+	}
+	if l.Processes > 0 && (r.cg == nil || (!r.cg.v2Pids && r.cg.v1Pids == "")) {
+		r.log.Info("sandbox: no pids controller, limiting processes per user instead")
+		out = append(out, rlimit{unix.RLIMIT_NPROC, uint64(l.Processes)})
+	}
+	return out
+}
+
+func (r *Runner) computeEnforced() []string {
+	var e []string
+	if r.cfg.Backend == BackendLandlock {
+		e = append(e, "landlock_fs", "landlock_scope")
+	}
+	e = append(e, "no_new_privs")
+	if r.cfg.Network == NetworkNone {
+		e = append(e, "network_isolation")
+	}
+	if r.cg != nil && (r.cg.unified != "" || r.cg.v1Pids != "") {
+		e = append(e, "process_tree")
+	} else {
+		e = append(e, "process_group")
+	}
+	if r.cfg.Limits.any() {
+		e = append(e, "resource_limits")
+	}
+	if os.Geteuid() != 0 || r.id.switched {
+		e = append(e, "unprivileged_user")
+	}
+	return append(e, "clean_environment")
+}
+
+// Enforced lists the protections in force for this runner's processes, for
+// capability reports: landlock_fs, landlock_scope, no_new_privs,
+// network_isolation, process_tree (whole-tree kill through a per-call
+// cgroup) or process_group (kill through the process group only),
+// resource_limits, unprivileged_user, clean_environment.
+func (r *Runner) Enforced() []string { return append([]string(nil), r.enforced...) }
+
+// Workspace returns the runner's workspace directory.
+func (r *Runner) Workspace() string { return r.workspace }
+
+// TempDir returns the runner's scratch directory (HOME and TMPDIR of its
+// processes).
+func (r *Runner) TempDir() string { return r.tempDir }
+
+// User returns the name of the user processes run as.
+func (r *Runner) User() string { return r.id.name }
+
+// Start starts c. The process and everything it starts form one tree that
+// Kill, Wait and Close end together; ctx only bounds the start itself.
+func (r *Runner) Start(ctx context.Context, c Cmd) (*Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(c.Args) == 0 {
+		return nil, errors.New("sandbox: empty command")
+	}
+	env := mergeEnv(r.env, c.Env)
+	dir := c.Dir
+	if dir == "" {
+		dir = r.workspace
+	}
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("sandbox: working directory %q is not absolute", dir)
+	}
+	if r.cfg.Backend == BackendLandlock && !under(dir, r.readable) {
+		return nil, denied("sandbox refused working directory %s: processes may only work in the workspace (%s), the temp dir and the allowed read-only paths", dir, r.workspace)
+	}
+	path, err := lookPath(c.Args[0], lookEnv(env, "PATH"), dir)
+	if err != nil {
+		return nil, err
+	}
+	if r.cfg.Backend == BackendLandlock && !under(path, r.exec) {
+		return nil, denied("sandbox refused to execute %s: programs may only run from the workspace, the temp dir and the system directories", path)
+	}
+
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	p, err := r.start(path, dir, env, c)
+	if err != nil {
+		r.wg.Done()
+		return nil, err
+	}
+	r.mu.Lock()
+	r.procs[p] = struct{}{}
+	closed := r.closed
+	r.mu.Unlock()
+	go p.waitLoop()
+	if closed {
+		p.Abort()
+	}
+	return p, nil
+}
+
+func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: output pipe: %w", err)
+	}
+	defer outW.Close()
+	p := &Process{r: r, out: outR, done: make(chan struct{})}
+	stdin, err := p.stdinFile(c.Stdin)
+	if err == nil {
+		err = r.givePipe(outW, p.stdinChild)
+	}
+	if err != nil {
+		p.closeStdin()
+		outR.Close()
+		return nil, err
+	}
+	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if r.id.switched {
+		sys.Credential = &syscall.Credential{Uid: uint32(r.id.uid), Gid: uint32(r.id.gid), Groups: []uint32{}}
+	}
+	req := &spawnReq{
+		path:   path,
+		argv:   c.Args,
+		attr:   &os.ProcAttr{Dir: dir, Env: env, Files: []*os.File{stdin, outW, outW}, Sys: sys},
+		limits: r.rlimits,
+	}
+	if r.cg != nil {
+		cc, err := r.cg.newCall(r.cfg.Limits)
+		if err != nil {
+			p.closeStdin()
+			outR.Close()
+			return nil, err
+		}
+		p.cg = cc
+		if cc.dirFD >= 0 {
+			sys.UseCgroupFD, sys.CgroupFD = true, cc.dirFD
+		}
+		req.cg = cc
+		p.key = cc.key
+	} else {
+		p.key = "pgid/" + strconv.FormatUint(r.pgSeq.Add(1), 10)
+	}
+	req.stop = len(req.limits) > 0 || (p.cg != nil && p.cg.v1Strict)
+	registerCall(p.key)
+	proc, err := r.sp.start(req)
+	if p.stdinChild != nil {
+		p.stdinChild.Close()
+	}
+	if p.cg != nil {
+		p.cg.close()
+	}
+	if err != nil {
+		unregisterCall(p.key, 0)
+		if p.cg != nil {
+			p.cg.kill()
+			p.cg.remove()
+		}
+		p.closeStdin()
+		outR.Close()
+		return nil, r.explainStartError(path, dir, err)
+	}
+	p.proc = proc
+	setCallPid(p.key, proc.Pid, p.cg == nil)
+	p.startStdinCopy()
+	return p, nil
+}
+
+// givePipe hands pipes to the sandbox user, so that its processes can
+// reopen them through /dev/stdout, /dev/stderr or /proc/self/fd.
+func (r *Runner) givePipe(files ...*os.File) error {
+	if !r.id.switched {
+		return nil
+	}
+	for _, f := range files {
+		if f == nil {
+			continue
+		}
+		if err := f.Chown(r.id.uid, r.id.gid); err != nil {
+			return fmt.Errorf("sandbox: pipe owner: %w", err)
+		}
+	}
+	return nil
+}
+
+// explainStartError turns a failed start into an error that names what was
+// refused.
+func (r *Runner) explainStartError(path, dir string, err error) error {
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		if _, statErr := os.Stat(dir); statErr == nil && r.cfg.Backend == BackendLandlock {
+			return denied("sandbox refused to start %s in %s: %v (the policy or file permissions of user %s forbid it)", path, dir, unwrapPathError(err), r.id.name)
+		}
+		return denied("sandbox refused to start %s in %s: %v", path, dir, unwrapPathError(err))
+	}
+	return fmt.Errorf("sandbox: start %s: %w", path, err)
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Close kills every process the runner started, waits until they are gone
+// and releases the runner. It is idempotent.
+func (r *Runner) Close() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		r.wg.Wait()
+		return
+	}
+	r.closed = true
+	procs := make([]*Process, 0, len(r.procs))
+	for p := range r.procs {
+		procs = append(procs, p)
+	}
+	r.mu.Unlock()
+	for _, p := range procs {
+		p.Abort()
+	}
+	r.wg.Wait()
+	r.release()
+}
+
+func (r *Runner) release() {
+	if r.sp != nil {
+		r.sp.stop()
+	}
+	if r.cg != nil {
+		r.cg.remove()
+	}
+	if r.devNull != nil {
+		r.devNull.Close()
+	}
+}
+
+func (r *Runner) forget(p *Process) {
+	r.mu.Lock()
+	delete(r.procs, p)
+	r.mu.Unlock()
+	r.wg.Done()
+}
+
+// lookPath resolves a program name like the shell would, with the PATH of
+// the process.
+func lookPath(name, pathEnv, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(dir, name)
+		}
+		return name, nil
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("sandbox: %s: executable file not found in PATH", name)
+}
+
+// under reports whether path is one of roots or inside one.
+func under(path string, roots []string) bool {
+	for _, r := range roots {
+		if path == r || strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func absDir(d string) (string, error) {
+	d, err := filepath.Abs(d)
+	if err != nil {
+		return "", err
+	}
+	d, err = filepath.EvalSymlinks(d)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(d)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", d)
+	}
+	return d, nil
+}
+
+// accessibleBy checks that id can reach and write dir, by mode bits.
+func accessibleBy(dir string, id identity) error {
+	need := func(p string, bits os.FileMode) error {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("sandbox: %w", err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		mode := fi.Mode().Perm()
+		var have os.FileMode
+		switch {
+		case int(st.Uid) == id.uid:
+			have = mode >> 6
+		case int(st.Gid) == id.gid:
+			have = mode >> 3
+		default:
+			have = mode
+		}
+		if have&bits != bits {
+			return fmt.Errorf("sandbox: %s is not accessible to user %s (uid %d): mode %v owner %d; make it accessible or set RunAsUser", p, id.name, id.uid, fi.Mode().Perm(), st.Uid)
+		}
+		return nil
+	}
+	if err := need(dir, 0o7); err != nil {
+		return err
+	}
+	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
+		if err := need(p, 0o1); err != nil {
+			return err
+		}
+		if p == "/" {
+			return nil
+		}
+	}
+}
+
+// ownerOf returns the owner of a stat result.
+func ownerOf(fi os.FileInfo) (uid, gid int, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return int(st.Uid), int(st.Gid), true
+}

@@ -1,0 +1,516 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
+)
+
+func TestMain(m *testing.M) {
+	sandbox.RunChildIfRequested()
+	if err := sandbox.BecomeSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(sandboxtest.Main(m))
+}
+
+// configs are the policies most tests run under.
+var configs = map[string]sandbox.Config{
+	"landlock": {},
+	"none":     {Backend: sandbox.BackendNone, Network: sandbox.NetworkHost},
+}
+
+func newRunner(t testing.TB, cfg sandbox.Config) *sandbox.Runner {
+	t.Helper()
+	r, err := sandbox.NewRunner(cfg, sandboxtest.Dir(t), filepath.Join(sandboxtest.Dir(t), "tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+// run runs a bash script and returns its merged output and exit code.
+func run(t testing.TB, r *sandbox.Runner, script string, env ...string) (string, int) {
+	t.Helper()
+	p, err := r.Start(context.Background(), sandbox.Cmd{Args: []string{"/bin/bash", "-c", script}, Env: env})
+	if err != nil {
+		t.Fatalf("start %q: %v", script, err)
+	}
+	out, err := io.ReadAll(p.Output())
+	p.Output().Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := p.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+func TestOutputAndExitCode(t *testing.T) {
+	cases := []struct {
+		name, script, want string
+		code               int
+	}{
+		{"merged in write order", "for i in 1 2 3; do echo out$i; echo err$i >&2; done", "out1\nerr1\nout2\nerr2\nout3\nerr3\n", 0},
+		{"exit status", "echo partial; exit 3", "partial\n", 3},
+		{"killed by signal", "kill -9 $$", "", 137},
+		{"stderr via /dev/stderr", "echo to-err > /dev/stderr", "to-err\n", 0},
+		{"dev null", "echo gone > /dev/null; echo kept", "kept\n", 0},
+	}
+	for cfgName, cfg := range configs {
+		r := newRunner(t, cfg)
+		for _, c := range cases {
+			t.Run(cfgName+"/"+c.name, func(t *testing.T) {
+				out, code := run(t, r, c.script)
+				if out != c.want || code != c.code {
+					t.Errorf("got %q exit %d, want %q exit %d", out, code, c.want, c.code)
+				}
+			})
+		}
+	}
+}
+
+func TestStdin(t *testing.T) {
+	r := newRunner(t, sandbox.Config{})
+	p, err := r.Start(context.Background(), sandbox.Cmd{Args: []string{"cat"}, Stdin: strings.NewReader("fed via stdin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(p.Output())
+	p.Output().Close()
+	if code, _ := p.Wait(); code != 0 || string(out) != "fed via stdin" {
+		t.Fatalf("got %q exit %d", out, code)
+	}
+}
+
+// treeScript starts sleepers that escape the process group in every usual
+// way, prints their pids and then waits.
+const treeScript = `
+sleep 1001 & echo $!
+setsid sleep 1002 & echo $!
+( sleep 1003 & echo $! )
+( setsid bash -c 'sleep 1004 & echo $!; wait' & )
+nohup sleep 1005 >/dev/null 2>&1 & echo $!
+echo ready
+wait`
+
+// readPids reads pids from out until "ready".
+func readPids(t *testing.T, out io.Reader) []int {
+	t.Helper()
+	var pids []int
+	buf := make([]byte, 0, 256)
+	one := make([]byte, 1)
+	for {
+		n, err := out.Read(one)
+		if n == 1 && one[0] != '\n' {
+			buf = append(buf, one[0])
+			continue
+		}
+		if err != nil {
+			t.Fatalf("output ended early: %v (%q)", err, buf)
+		}
+		line := string(buf)
+		buf = buf[:0]
+		if line == "ready" {
+			return pids
+		}
+		pid, err := strconv.Atoi(line)
+		if err != nil {
+			t.Fatalf("bad line %q", line)
+		}
+		pids = append(pids, pid)
+	}
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && !strings.Contains(string(b), ") Z ")
+}
+
+func TestKillTree(t *testing.T) {
+	for cfgName, cfg := range configs {
+		t.Run(cfgName, func(t *testing.T) {
+			r := newRunner(t, cfg)
+			p, err := r.Start(context.Background(), sandbox.Cmd{Args: []string{"/bin/bash", "-c", treeScript}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pids := readPids(t, p.Output())
+			if len(pids) < 4 {
+				t.Fatalf("pids %v", pids)
+			}
+			p.Kill()
+			p.Kill() // idempotent
+			if _, err := io.ReadAll(p.Output()); err != nil {
+				t.Fatal(err)
+			}
+			p.Output().Close()
+			for _, pid := range pids {
+				if alive(pid) {
+					t.Errorf("pid %d survived Kill", pid)
+				}
+			}
+			if code, _ := p.Wait(); code != 137 {
+				t.Errorf("exit %d, want 137", code)
+			}
+			if left := sandboxtest.WaitNoDescendants(5 * time.Second); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
+}
+
+func TestWaitEndsLeftovers(t *testing.T) {
+	r := newRunner(t, sandbox.Config{})
+	out, code := run(t, r, "sleep 1000 & setsid sleep 1000 & echo started")
+	if out != "started\n" || code != 0 {
+		t.Fatalf("got %q exit %d", out, code)
+	}
+	if left := sandboxtest.WaitNoDescendants(5 * time.Second); len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
+
+func TestCloseKillsEverything(t *testing.T) {
+	r, err := sandbox.NewRunner(sandbox.Config{}, sandboxtest.Dir(t), sandboxtest.Dir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var procs []*sandbox.Process
+	for range 5 {
+		p, err := r.Start(context.Background(), sandbox.Cmd{Args: []string{"/bin/bash", "-c", treeScript}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readPids(t, p.Output())
+		procs = append(procs, p)
+	}
+	r.Close()
+	r.Close()
+	for _, p := range procs {
+		p.Output().Close()
+		if code, _ := p.Wait(); code != 137 {
+			t.Errorf("exit %d", code)
+		}
+	}
+	if _, err := r.Start(context.Background(), sandbox.Cmd{Args: []string{"true"}}); !errors.Is(err, sandbox.ErrClosed) {
+		t.Errorf("start after close: %v", err)
+	}
+	if left := sandboxtest.WaitNoDescendants(5 * time.Second); len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
+
+// TestReaperLeavesOtherChildren runs plain os/exec children while sandboxed
+// calls leave orphans for the reaper: every exec child must still get its
+// own exit status.
+func TestReaperLeavesOtherChildren(t *testing.T) {
+	r := newRunner(t, sandbox.Config{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for range 20 {
+			run(t, r, "( sleep 0.01 & ); ( setsid sleep 0.01 & ); sleep 0.005")
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for range 40 {
+			err := exec.Command("/bin/sh", "-c", "sleep 0.003; exit 7").Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+				t.Errorf("os/exec child: %v", err)
+			}
+		}
+	}()
+	wg.Wait()
+	if left := sandboxtest.WaitNoDescendants(5 * time.Second); len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
+
+func TestLandlock(t *testing.T) {
+	outside := t.TempDir()
+	os.Chmod(outside, 0o777)
+	os.Chmod(filepath.Dir(outside), 0o755)
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("top secret"), 0o644)
+	ws := sandboxtest.Dir(t)
+	r, err := sandbox.NewRunner(sandbox.Config{}, ws, filepath.Join(sandboxtest.Dir(t), "tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cases := []struct {
+		name, script, want string
+		code               int
+	}{
+		{"write workspace", "echo hi > f && cat f", "hi\n", 0},
+		{"write temp dir", `echo hi > "$TMPDIR/f" && cat "$TMPDIR/f"`, "hi\n", 0},
+		{"write outside", "echo hi > " + outside + "/new", "Permission denied", 1},
+		{"read outside", "cat " + outside + "/secret.txt", "Permission denied", 1},
+		{"list outside", "ls " + outside, "Permission denied", 2},
+		{"read system", "head -c 4 /etc/passwd", "root", 0},
+		{"shadow not listed", "cat /etc/shadow", "Permission denied", 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, code := run(t, r, c.script)
+			if !strings.Contains(out, c.want) || code != c.code {
+				t.Errorf("got %q exit %d, want %q exit %d", out, code, c.want, c.code)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(outside, "new")); err == nil {
+		t.Error("file written outside the workspace")
+	}
+}
+
+func TestNetwork(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("hello from host\n"))
+			c.Close()
+		}
+	}()
+	defer wg.Wait()
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	script := fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && cat <&3", port)
+	cases := map[string]struct {
+		cfg  sandbox.Config
+		want string
+		code int
+	}{
+		// Loopback is up in the private namespace, but nobody listens there.
+		"none": {sandbox.Config{}, "Connection refused", 1},
+		"host": {sandbox.Config{Network: sandbox.NetworkHost}, "hello from host", 0},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, code := run(t, newRunner(t, c.cfg), script)
+			if !strings.Contains(out, c.want) || code != c.code {
+				t.Errorf("got %q exit %d, want %q exit %d", out, code, c.want, c.code)
+			}
+		})
+	}
+}
+
+func TestEnvironment(t *testing.T) {
+	t.Setenv("TOOLWIRE_TEST_SECRET", "s3cr3t-value")
+	t.Setenv("LC_TOOLWIRE_TEST", "kept")
+	r := newRunner(t, sandbox.Config{})
+	out, _ := run(t, r, "env", "EXTRA=given")
+	if strings.Contains(out, "s3cr3t") {
+		t.Errorf("secret leaked into %q", out)
+	}
+	for _, want := range []string{"EXTRA=given", "LC_TOOLWIRE_TEST=kept", "HOME=" + r.TempDir(), "TMPDIR=" + r.TempDir(), "PATH="} {
+		if !strings.Contains(out, want) {
+			t.Errorf("env lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestUnprivilegedUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	r := newRunner(t, sandbox.Config{})
+	out, _ := run(t, r, "id -u; id -G")
+	if out != "65534\n65534\n" {
+		t.Errorf("ids %q", out)
+	}
+	if r.User() != "nobody" {
+		t.Errorf("user %q", r.User())
+	}
+}
+
+func TestLimits(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 needed")
+	}
+	r := newRunner(t, sandbox.Config{Limits: sandbox.Limits{
+		OpenFiles: 64, FileSize: 4096, Processes: 16, Memory: 64 << 20, CPUTime: time.Second,
+	}})
+	cases := []struct {
+		name, script, want string
+		code               int
+	}{
+		{"open files", "ulimit -n; ulimit -Hn", "64\n64\n", 0},
+		// bash reports the SIGXFSZ of head itself; the size is what counts.
+		{"file size", "head -c 10000 /dev/zero > big; echo $?; stat -c %s big", "153\n4096\n", 0},
+		{"processes", `python3 -c '
+import os, time
+n = 0
+try:
+    for _ in range(100):
+        if os.fork() == 0:
+            time.sleep(3); os._exit(0)
+        n += 1
+except OSError:
+    pass
+print("forked", "under" if n < 16 else "over")'`, "forked under\n", 0},
+		{"memory", "python3 -c 'b = bytearray(512 << 20); print(len(b))'", "", -1},
+		{"cpu time", "while :; do :; done", "", 152}, // SIGXCPU
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, code := run(t, r, c.script)
+			if c.code == -1 {
+				if code == 0 {
+					t.Errorf("over the memory limit but exit 0: %q", out)
+				}
+				return
+			}
+			if !strings.HasSuffix(out, c.want) || code != c.code {
+				t.Errorf("got %q exit %d, want %q exit %d", out, code, c.want, c.code)
+			}
+		})
+	}
+}
+
+func TestDenials(t *testing.T) {
+	r := newRunner(t, sandbox.Config{})
+	outside := t.TempDir()
+	cases := map[string]sandbox.Cmd{
+		"dir outside":     {Args: []string{"true"}, Dir: outside},
+		"program outside": {Args: []string{filepath.Join(outside, "prog")}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := r.Start(context.Background(), c)
+			var pe *sandbox.PolicyError
+			if !errors.As(err, &pe) || !strings.Contains(pe.Msg, outside) {
+				t.Fatalf("got %v, want a policy error naming %s", err, outside)
+			}
+		})
+	}
+}
+
+func TestCheck(t *testing.T) {
+	cases := map[string]struct {
+		cfg  sandbox.Config
+		want string
+	}{
+		"defaults":         {sandbox.Config{}, ""},
+		"bad backend":      {sandbox.Config{Backend: "chroot"}, "unknown backend"},
+		"bad network":      {sandbox.Config{Network: "bridge"}, "unknown network"},
+		"missing path":     {sandbox.Config{ReadWritePaths: []string{"/does/not/exist"}}, "/does/not/exist"},
+		"unknown user":     {sandbox.Config{RunAsUser: "no-such-user-xyz"}, "no-such-user-xyz"},
+		"negative limit":   {sandbox.Config{Limits: sandbox.Limits{OpenFiles: -1}}, "negative limit"},
+		"no landlock asks": {sandbox.Config{Backend: sandbox.BackendNone, Network: sandbox.NetworkHost}, ""},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := sandbox.Check(c.cfg)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestEnforced(t *testing.T) {
+	cases := map[string]struct {
+		cfg       sandbox.Config
+		want, not []string
+	}{
+		"landlock": {sandbox.Config{Limits: sandbox.Limits{OpenFiles: 100}},
+			[]string{"landlock_fs", "network_isolation", "process_tree", "resource_limits", "clean_environment", "no_new_privs"}, nil},
+		"none": {sandbox.Config{Backend: sandbox.BackendNone, Network: sandbox.NetworkHost},
+			[]string{"process_tree", "clean_environment"}, []string{"landlock_fs", "network_isolation", "resource_limits"}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := strings.Join(newRunner(t, c.cfg).Enforced(), " ")
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q lacks %s", got, w)
+				}
+			}
+			for _, w := range c.not {
+				if strings.Contains(got, w) {
+					t.Errorf("%q has %s", got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConcurrentStarts(t *testing.T) {
+	r := newRunner(t, sandbox.Config{})
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, code := run(t, r, fmt.Sprintf("echo %d", i))
+			if out != fmt.Sprintf("%d\n", i) || code != 0 {
+				t.Errorf("got %q exit %d", out, code)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func BenchmarkBashTrue(b *testing.B) {
+	b.Run("bare", func(b *testing.B) {
+		for b.Loop() {
+			if err := exec.Command("/bin/bash", "-c", "true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, c := range []struct {
+		name string
+		cfg  sandbox.Config
+	}{
+		{"sandbox-off", sandbox.Config{Backend: sandbox.BackendNone, Network: sandbox.NetworkHost}},
+		{"sandbox-on", sandbox.Config{}},
+		{"sandbox-on-limits", sandbox.Config{Limits: sandbox.Limits{OpenFiles: 1024, FileSize: 1 << 30, Processes: 256, Memory: 1 << 30}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			r := newRunner(b, c.cfg)
+			for b.Loop() {
+				if _, code := run(b, r, "true"); code != 0 {
+					b.Fatal(code)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,206 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// spawner owns the OS thread that holds a runner's confinement and forks
+// its children.
+type spawner struct {
+	reqs chan *spawnReq
+	done chan struct{}
+}
+
+// spawnSetup is what the spawner thread applies to itself once.
+type spawnSetup struct {
+	newNet    bool
+	rulesetFD int // -1 for none
+	// realID makes the thread's real uid/gid those of the children while it
+	// stays root otherwise, so that it may prlimit them without
+	// CAP_SYS_RESOURCE (prlimit checks the caller's real ids against the
+	// target's).
+	realID *identity
+}
+
+// spawnReq is one process to start.
+type spawnReq struct {
+	path   string
+	argv   []string
+	attr   *os.ProcAttr
+	stop   bool // the child stops at exec for the steps below
+	limits []rlimit
+	cg     *callCgroup
+	proc   *os.Process
+	err    error
+	done   chan struct{}
+}
+
+type rlimit struct {
+	resource int
+	value    uint64
+}
+
+// startSpawner starts the thread and applies setup to it. On error the
+// thread is gone again.
+func startSpawner(setup spawnSetup) (*spawner, error) {
+	s := &spawner{reqs: make(chan *spawnReq), done: make(chan struct{})}
+	ready := make(chan error, 1)
+	go s.run(setup, ready)
+	if err := <-ready; err != nil {
+		<-s.done
+		return nil, err
+	}
+	return s, nil
+}
+
+// run is the thread's whole life. It never unlocks the thread: when it
+// returns, the Go runtime ends the thread instead of reusing it.
+func (s *spawner) run(setup spawnSetup, ready chan<- error) {
+	defer close(s.done)
+	runtime.LockOSThread()
+	if err := setupThread(setup); err != nil {
+		ready <- err
+		return
+	}
+	ready <- nil
+	for r := range s.reqs {
+		r.proc, r.err = spawnOne(r)
+		close(r.done)
+	}
+}
+
+func setupThread(setup spawnSetup) error {
+	if setup.newNet {
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("sandbox: network namespace: %w", err)
+		}
+		if err := loopbackUp(); err != nil {
+			return err
+		}
+	}
+	if id := setup.realID; id != nil {
+		// Raw syscalls: the libc-style wrappers would change every thread.
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(id.gid), ^uintptr(0), ^uintptr(0)); e != 0 {
+			return fmt.Errorf("sandbox: spawner real gid: %w", e)
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(id.uid), ^uintptr(0), ^uintptr(0)); e != 0 {
+			return fmt.Errorf("sandbox: spawner real uid: %w", e)
+		}
+	}
+	// no_new_privs holds for the thread and its children even without
+	// Landlock: no setuid binary can regain privileges.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+	}
+	if setup.rulesetFD >= 0 {
+		return restrictThread(setup.rulesetFD)
+	}
+	return nil
+}
+
+// loopbackUp brings up "lo" in the thread's network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("sandbox: loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("sandbox: loopback: %w", err)
+	}
+	ifr.SetUint16(unix.IFF_UP | unix.IFF_RUNNING)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("sandbox: loopback up: %w", err)
+	}
+	return nil
+}
+
+// spawnOne starts one process on the spawner thread. With r.stop the child
+// stops right after its execve (PTRACE_TRACEME): it joins its cgroup v1
+// directories and gets its rlimits before it runs anything, then it is let
+// go.
+func spawnOne(r *spawnReq) (*os.Process, error) {
+	r.attr.Sys.Ptrace = r.stop
+	p, err := os.StartProcess(r.path, r.argv, r.attr)
+	if err != nil || !r.stop {
+		return p, err
+	}
+	fail := func(err error) (*os.Process, error) {
+		p.Kill()
+		p.Wait()
+		return nil, err
+	}
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(p.Pid, &ws, unix.WALL, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fail(fmt.Errorf("sandbox: wait for exec stop: %w", err))
+		}
+		break
+	}
+	if !ws.Stopped() {
+		return nil, fmt.Errorf("sandbox: child ended before exec stop (status %v)", ws)
+	}
+	if r.cg != nil {
+		if err := r.cg.attachV1(p.Pid); err != nil {
+			return fail(err)
+		}
+	}
+	for _, l := range r.limits {
+		lim := unix.Rlimit{Cur: l.value, Max: l.value}
+		if l.resource == unix.RLIMIT_CPU {
+			// SIGXCPU at the limit, SIGKILL a second later if ignored.
+			lim.Max++
+		}
+		if err := unix.Prlimit(p.Pid, l.resource, &lim, nil); err != nil {
+			return fail(fmt.Errorf("sandbox: set %s: %w", rlimitName(l.resource), err))
+		}
+	}
+	if err := unix.PtraceDetach(p.Pid); err != nil {
+		return fail(fmt.Errorf("sandbox: release child: %w", err))
+	}
+	return p, nil
+}
+
+// start hands r to the spawner thread and waits for the result.
+func (s *spawner) start(r *spawnReq) (*os.Process, error) {
+	r.done = make(chan struct{})
+	select {
+	case s.reqs <- r:
+	case <-s.done:
+		return nil, ErrClosed
+	}
+	<-r.done
+	return r.proc, r.err
+}
+
+// stop ends the spawner thread.
+func (s *spawner) stop() {
+	close(s.reqs)
+	<-s.done
+}
+
+func rlimitName(res int) string {
+	switch res {
+	case unix.RLIMIT_CPU:
+		return "RLIMIT_CPU"
+	case unix.RLIMIT_FSIZE:
+		return "RLIMIT_FSIZE"
+	case unix.RLIMIT_NOFILE:
+		return "RLIMIT_NOFILE"
+	case unix.RLIMIT_AS:
+		return "RLIMIT_AS"
+	case unix.RLIMIT_NPROC:
+		return "RLIMIT_NPROC"
+	}
+	return fmt.Sprintf("rlimit %d", res)
+}

@@ -1,0 +1,315 @@
+package shell
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/tool"
+)
+
+// timeoutExitCode is what a timed-out command reports (SIGTERM's status in
+// the shell's convention, as Claude Code reports it).
+const timeoutExitCode = 143
+
+// Tools returns the shell tools: Bash, TaskOutput, TaskStop and the hidden
+// aliases BashOutput, KillShell and KillBash.
+func Tools() []tool.Tool {
+	return []tool.Tool{
+		Bash{},
+		TaskOutput{},
+		TaskStop{},
+		TaskOutput{alias: "BashOutput"},
+		TaskStop{alias: "KillShell"},
+		TaskStop{alias: "KillBash"},
+	}
+}
+
+// Bash runs shell commands.
+type Bash struct{}
+
+type bashInput struct {
+	Command                   string   `json:"command"`
+	Timeout                   *float64 `json:"timeout"`
+	Description               string   `json:"description"`
+	RunInBackground           bool     `json:"run_in_background"`
+	DangerouslyDisableSandbox bool     `json:"dangerouslyDisableSandbox"`
+}
+
+const bashDescription = `Runs a bash command and returns its output (stdout and stderr merged, in the order they were written).
+
+- The working directory persists between calls as long as it stays inside the project; shell variables, exports and aliases do not.
+- Quote paths that contain spaces. Prefer absolute paths over cd.
+- timeout is in milliseconds: 2 minutes by default, at most 10 minutes. A command that runs longer is killed together with every process it started.
+- Output longer than 30000 characters is saved to a file and replaced by a preview with the file's path.
+- run_in_background starts the command and returns at once with a task id and an output file. Read that file (or call TaskOutput) to see progress, and TaskStop to end it; you are told when it finishes. Do not append "&" to background a command.
+- Independent commands can be sent as parallel Bash calls; chain dependent ones with && in one call.
+- Commands run in a sandbox with limited file-system and network access. dangerouslyDisableSandbox is accepted but has no effect: the sandbox is enforced by the executor, not by the caller.
+- Use the dedicated tools for reading, editing and searching files rather than cat, sed or grep when they fit.`
+
+// Spec describes Bash.
+func (Bash) Spec() tool.Spec {
+	return tool.Spec{
+		Name:        "Bash",
+		Description: bashDescription,
+		InputSchema: bashSchema,
+		Concurrency: tool.ConcurrencyDependsOnInput,
+	}
+}
+
+// ConcurrencySafe reports whether the command only reads.
+func (Bash) ConcurrencySafe(input json.RawMessage) bool {
+	var in bashInput
+	if json.Unmarshal(input, &in) != nil {
+		return false
+	}
+	return !in.RunInBackground && readOnlyCommand(in.Command)
+}
+
+// Validate checks what the schema cannot.
+func (Bash) Validate(ctx context.Context, env *tool.Env, input json.RawMessage) error {
+	var in bashInput
+	if err := json.Unmarshal(input, &in); err != nil {
+		return tool.Invalid(err.Error())
+	}
+	if env.Procs == nil {
+		return errors.New("shell: the session has no process runner")
+	}
+	return nil
+}
+
+// Run runs the command.
+func (b Bash) Run(ctx context.Context, env *tool.Env, call *tool.Call) *tool.Result {
+	var in bashInput
+	if err := json.Unmarshal(call.Input, &in); err != nil {
+		return tool.UseError(tool.OutcomeInvalidInput, err.Error())
+	}
+	limits := env.Limits.WithDefaults()
+	if in.RunInBackground {
+		return startBackground(ctx, env, call, in)
+	}
+	timeout := limits.DefaultTimeout
+	if in.Timeout != nil && *in.Timeout > 0 {
+		timeout = min(time.Duration(*in.Timeout*float64(time.Millisecond)), limits.MaxTimeout)
+	}
+	if call.Timeout > 0 && call.Timeout < timeout {
+		timeout = call.Timeout
+	}
+	return runForeground(ctx, env, call, in.Command, timeout, limits)
+}
+
+// runForeground runs one command to its end, its timeout or the abort.
+func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command string, timeout time.Duration, limits tool.Limits) *tool.Result {
+	start := time.Now()
+	sh, err := prepareShell(env)
+	if err != nil {
+		return tool.Error(err.Error())
+	}
+	outPath, outFile, err := createOutputFile(env, fileName(call.ID)+".txt")
+	if err != nil {
+		return tool.Error(err.Error())
+	}
+	cwdFile := filepath.Join(sh.dir, "cwd-"+fileName(call.ID))
+	os.Remove(cwdFile)
+	defer os.Remove(cwdFile)
+	root, cwd := sh.root, env.Cwd()
+	if cwd == "" || !isDir(cwd) {
+		cwd = root
+	}
+	p, err := env.Procs.Start(ctx, sandbox.Cmd{
+		Args: []string{"/bin/bash", "-c", command},
+		Dir:  cwd,
+		Env:  []string{"BASH_ENV=" + sh.bashEnv, "TOOLWIRE_CWD_FILE=" + cwdFile},
+	})
+	if err != nil {
+		outFile.Close()
+		if ctx.Err() != nil {
+			return aborted()
+		}
+		return startError(err)
+	}
+	capt := newCapture(outFile, limits.MaxOutputMemory, true)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		capt.readFrom(p.Output())
+	}()
+	stopProgress := make(chan struct{})
+	var progressWG sync.WaitGroup
+	progressWG.Add(1)
+	go func() {
+		defer progressWG.Done()
+		progressLoop(capt, call.Progress, limits.ProgressInterval, start, stopProgress)
+	}()
+	finish := func() {
+		<-readDone
+		p.Output().Close()
+		close(stopProgress)
+		progressWG.Wait()
+		outFile.Close()
+	}
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	timedOut := false
+	select {
+	case <-p.Done():
+	case <-timer.C:
+		timedOut = true
+		p.Kill()
+	case <-ctx.Done():
+		// Abort: kill the tree and return at once; the runner reaps it.
+		p.Abort()
+		p.Output().Close()
+		finish()
+		return aborted()
+	}
+	code, werr := p.Wait()
+	finish()
+	if werr != nil {
+		return tool.Error(fmt.Sprintf("shell: wait: %v", werr))
+	}
+	note := updateCwd(env, cwdFile, root)
+	snap := capt.snapshot()
+	res := &tool.Result{StateIsError: true}
+	var txt string
+	switch {
+	case timedOut:
+		code = timeoutExitCode
+		prefix := fmt.Sprintf("Exit code %d\nCommand timed out after %ds", code, int(timeout/time.Second))
+		txt, res.Truncation = errorText(prefix, snap, limits.MaxOutputChars, outPath)
+		res.IsError, res.Outcome = true, tool.OutcomeTimeout
+	case code != 0:
+		txt, res.Truncation = errorText(fmt.Sprintf("Exit code %d", code), snap, limits.MaxOutputChars, outPath)
+		res.IsError = true
+	default:
+		txt, res.Truncation = successText(snap, limits.MaxOutputChars, outPath)
+	}
+	if note != "" {
+		if strings.HasPrefix(txt, "(Bash completed") {
+			txt = note
+		} else {
+			txt += "\n" + note
+		}
+	}
+	res.Content = []tool.Content{{Text: txt}}
+	res.ExitCode = &code
+	return res
+}
+
+// aborted is the result of a call whose context ended first.
+func aborted() *tool.Result {
+	return &tool.Result{
+		Content: []tool.Content{{Text: "Command aborted before it finished"}},
+		IsError: true, StateIsError: true, Outcome: tool.OutcomeInterrupted,
+	}
+}
+
+// startError turns a failed start into a result.
+func startError(err error) *tool.Result {
+	var pe *sandbox.PolicyError
+	if errors.As(err, &pe) {
+		return tool.UseError(tool.OutcomeSandboxDenied, pe.Msg)
+	}
+	return tool.Error(fmt.Sprintf("Failed to start the command: %v", err))
+}
+
+// updateCwd adopts the directory the shell ended in, unless it left the
+// project, and returns the note to add to the result.
+func updateCwd(env *tool.Env, cwdFile, root string) string {
+	b, err := os.ReadFile(cwdFile)
+	if err != nil {
+		return "" // killed, or exec'd away: the directory stays
+	}
+	dir := strings.TrimRight(string(b), "\n")
+	if dir == "" {
+		return ""
+	}
+	if dir == root || strings.HasPrefix(dir, strings.TrimSuffix(root, "/")+"/") {
+		env.SetCwd(dir)
+		return ""
+	}
+	env.SetCwd(root)
+	return "Shell cwd was reset to " + root
+}
+
+// shellSetup is per-session state of the Bash tool.
+type shellSetup struct {
+	root    string // project root: leaving it resets the cwd
+	dir     string // scratch dir the sandbox user can write
+	bashEnv string // start-up file that records the final cwd
+}
+
+type shellKey struct{}
+
+// bashEnvScript runs before the command (bash sources $BASH_ENV). It hides
+// itself from the command and arranges for the final working directory to
+// be written where the tool reads it.
+const bashEnvScript = `unset BASH_ENV
+printf -v __toolwire_q %q "$TOOLWIRE_CWD_FILE"
+trap -- "builtin pwd -P >| $__toolwire_q 2>/dev/null" EXIT
+unset TOOLWIRE_CWD_FILE __toolwire_q
+`
+
+func prepareShell(env *tool.Env) (*shellSetup, error) {
+	v := env.Value(shellKey{}, func() any {
+		r := env.Procs
+		s := &shellSetup{root: r.Workspace(), dir: r.TempDir()}
+		if env.Files != nil && env.Files.Dir() != "" {
+			if d, err := filepath.EvalSymlinks(env.Files.Dir()); err == nil {
+				s.root = d
+			}
+		}
+		s.bashEnv = filepath.Join(s.dir, ".toolwire-bash-env")
+		if err := os.WriteFile(s.bashEnv, []byte(bashEnvScript), 0o644); err != nil {
+			return fmt.Errorf("shell: write start-up file: %w", err)
+		}
+		return s
+	})
+	if err, ok := v.(error); ok {
+		return nil, err
+	}
+	return v.(*shellSetup), nil
+}
+
+// createOutputFile creates a file in the session's output directory.
+func createOutputFile(env *tool.Env, name string) (string, *os.File, error) {
+	dir := env.OutputDir
+	if dir == "" {
+		dir = filepath.Join(env.Procs.TempDir(), "outputs")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, fmt.Errorf("shell: output directory: %w", err)
+	}
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return "", nil, fmt.Errorf("shell: output file: %w", err)
+	}
+	return path, f, nil
+}
+
+// fileName makes an id safe as a file name.
+func fileName(id string) string {
+	if id == "" {
+		id = "call"
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return '_'
+	}, id)
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
