@@ -69,9 +69,9 @@ func TestCallEmbeddedAssistantMessage(t *testing.T) {
 		{"type":"text","text":"Let me look."},
 		{"type":"tool_use","id":"toolu_w","name":"Write","input":{"file_path":"notes.txt","content":"alpha\nbeta\n"}},
 		{"type":"tool_use","id":"toolu_r","name":"Read","input":{"file_path":"notes.txt"}},
-		{"type":"tool_use","id":"toolu_b","name":"Bash","input":{"command":"echo out; echo err >&2; exit 3"}},
 		{"type":"tool_use","id":"toolu_bad","name":"Read","input":"{\"file_path\": "},
-		{"type":"tool_use","id":"toolu_x","name":"NoSuchTool","input":{}}
+		{"type":"tool_use","id":"toolu_x","name":"NoSuchTool","input":{}},
+		{"type":"tool_use","id":"toolu_b","name":"Bash","input":{"command":"echo out; echo err >&2; exit 3"}}
 	]}`
 	rs := runCall(t, msg, "--embedded", "--root", root)
 	want := []struct {
@@ -80,9 +80,9 @@ func TestCallEmbeddedAssistantMessage(t *testing.T) {
 	}{
 		{"toolu_w", "File created successfully at: notes.txt", nil},
 		{"toolu_r", "1\talpha\n2\tbeta\n3\t", nil},
-		{"toolu_b", "Exit code 3\nout\nerr", ptr(true)},
 		{"toolu_bad", "<tool_use_error>InputValidationError: Read was called with input that could not be parsed as JSON.", ptr(true)},
 		{"toolu_x", "<tool_use_error>Error: No such tool available: NoSuchTool</tool_use_error>", ptr(true)},
+		{"toolu_b", "Exit code 3\nout\nerr", ptr(true)},
 	}
 	if len(rs) != len(want) {
 		t.Fatalf("got %d results, want %d: %+v", len(rs), len(want), rs)

@@ -145,11 +145,13 @@ func (o *outbox) trimLocked() {
 }
 
 // numbered assigns ev the next sequence number at once, bypassing pending
-// events (used for the Hello of a resumed stream, which must come first).
+// events, without logging it for replay (a stream's Hello, which comes
+// first on its own stream only).
 func (o *outbox) numbered(ev *Event) *Event {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.numberLocked(ev)
+	o.seq++
+	ev.Seq = o.seq
 	return ev
 }
 

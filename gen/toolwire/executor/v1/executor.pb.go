@@ -2169,9 +2169,10 @@ func (x *Progress) GetDroppedBytes() uint64 {
 	return 0
 }
 
-// PermissionRequest asks the client whether a call may run. The call keeps
-// its place in the queue until a PermissionDecision arrives or the permission
-// timeout passes (a deny).
+// PermissionRequest asks the client whether a call may run. It comes after
+// the call's Started event; the call keeps its slot (an unsafe call still
+// holds back the calls after it) until a PermissionDecision arrives or the
+// permission timeout passes (a deny).
 type PermissionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The call.
@@ -2578,9 +2579,9 @@ type Timing struct {
 	StartedAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	// When its Result was produced.
 	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
-	// Time spent queued, including waiting for permission.
+	// Time spent queued, until the call started.
 	QueueWait *durationpb.Duration `protobuf:"bytes,4,opt,name=queue_wait,json=queueWait,proto3" json:"queue_wait,omitempty"`
-	// Time spent running.
+	// Time from start to result, including any wait for a permission decision.
 	RunTime       *durationpb.Duration `protobuf:"bytes,5,opt,name=run_time,json=runTime,proto3" json:"run_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
