@@ -1,0 +1,197 @@
+package execgrpc_test
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execgrpc"
+	"github.com/toolwire/toolwire/pkg/execsvc"
+	"github.com/toolwire/toolwire/pkg/rpcserver"
+	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
+)
+
+// realHarness serves the real built-in tools, sandboxed, over loopback TCP.
+func realHarness(t *testing.T) (*harness, string) {
+	t.Helper()
+	root := sandboxtest.Dir(t)
+	ex, err := execsvc.New(execsvc.Config{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := rpcserver.New(nil)
+	executorv1.RegisterExecutorServiceServer(srv.Server, execgrpc.NewServer(ex, nil))
+	go func() { _ = srv.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ex.Close()
+		_ = conn.Close()
+		srv.Stop()
+		if left := sandboxtest.Descendants(); len(left) > 0 {
+			t.Errorf("processes left behind: %v", left)
+		}
+	})
+	return &harness{t: t, ex: ex, client: executorv1.NewExecutorServiceClient(conn)}, root
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, sandboxtest.NobodyUID, sandboxtest.NobodyGID); err != nil && os.Geteuid() == 0 {
+		t.Fatal(err)
+	}
+}
+
+func TestReadThenEditInOneMessage(t *testing.T) {
+	h, root := realHarness(t)
+	a := filepath.Join(root, "A.txt")
+	writeFile(t, a, "alpha\nbeta\n")
+	s := h.open(nil)
+	s.useTool("r", "m1", "Read", `{"file_path":"`+a+`"}`)
+	s.useTool("e", "m1", "Edit", `{"file_path":"`+a+`","old_string":"beta","new_string":"gamma"}`)
+	s.useTool("r2", "m1", "Read", `{"file_path":"`+a+`","offset":2,"limit":1}`)
+	rs := s.results(3)
+	want := []string{
+		"1\talpha\n2\tbeta\n3\t",
+		"The file " + a + " has been updated successfully. (file state is current in your context — no need to Read it back)",
+		"2\tgamma",
+	}
+	for i, r := range rs {
+		if r.GetIsError() || text(r) != want[i] {
+			t.Errorf("result %d (%s): %q, want %q", i, r.GetToolUseId(), text(r), want[i])
+		}
+	}
+	if b, _ := os.ReadFile(a); string(b) != "alpha\ngamma\n" {
+		t.Fatalf("file now %q", b)
+	}
+}
+
+func TestEditWithoutReadIsRefused(t *testing.T) {
+	h, root := realHarness(t)
+	a := filepath.Join(root, "A.txt")
+	writeFile(t, a, "alpha\n")
+	s := h.open(nil)
+	s.useTool("e", "m1", "Edit", `{"file_path":"`+a+`","old_string":"alpha","new_string":"x"}`)
+	r := s.results(1)[0]
+	if !r.GetIsError() || text(r) != "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>" {
+		t.Fatalf("%q", text(r))
+	}
+}
+
+func TestBashConcurrencyVerdicts(t *testing.T) {
+	h, _ := realHarness(t)
+	s := h.open(nil)
+	inputs := map[string]string{
+		"ls":      `{"command":"ls -la"}`,
+		"pipe":    `{"command":"cat go.mod | grep module"}`,
+		"mkdir":   `{"command":"mkdir x"}`,
+		"redir":   `{"command":"echo hi > f"}`,
+		"unknown": `{"command":"nonexistent-cmd-xyz"}`,
+		"broken":  `{"command":"echo 'unterminated"}`,
+	}
+	for id, in := range inputs {
+		s.useTool(id, "m-"+id, "Bash", in)
+	}
+	verdict := map[string]bool{}
+	s.until(func(ev *executorv1.ExecuteResponse) bool {
+		if a := ev.GetAccepted(); a != nil {
+			verdict[a.GetToolUseId()] = a.GetConcurrencySafe()
+		}
+		return len(verdict) == len(inputs)
+	})
+	for id, safe := range map[string]bool{"ls": true, "pipe": true, "mkdir": false, "redir": false, "unknown": false, "broken": false} {
+		if verdict[id] != safe {
+			t.Errorf("%s: concurrency-safe %v, want %v", id, verdict[id], safe)
+		}
+	}
+	s.results(len(inputs))
+}
+
+func TestBashCwdPersistsEnvDoesNot(t *testing.T) {
+	h, root := realHarness(t)
+	if err := os.Mkdir(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := h.open(nil)
+	s.useTool("1", "m1", "Bash", `{"command":"cd sub && export FOO=bar"}`)
+	s.results(1)
+	s.useTool("2", "m2", "Bash", `{"command":"pwd; echo FOO=$FOO"}`)
+	r := s.results(1)[0]
+	if got, want := text(r), filepath.Join(root, "sub")+"\nFOO="; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestBashProgressAndTimeoutOverTheStream(t *testing.T) {
+	h, _ := realHarness(t)
+	s := h.open(nil)
+	s.useTool("t", "m1", "Bash", `{"command":"echo started; (sleep 60 &) ; setsid sleep 60 & sleep 60","timeout":1500}`)
+	var sawOutput bool
+	evs := s.until(func(ev *executorv1.ExecuteResponse) bool {
+		if p := ev.GetProgress(); p != nil && strings.Contains(string(p.GetOutput()), "started") {
+			sawOutput = true
+		}
+		return ev.GetResult() != nil
+	})
+	r := evs[len(evs)-1].GetResult()
+	if !sawOutput {
+		t.Error("no progress event carried the output before the timeout")
+	}
+	if !r.GetIsError() || r.GetOutcome() != executorv1.Outcome_OUTCOME_TIMEOUT || !strings.HasPrefix(text(r), "Exit code 143\nCommand timed out after 1s\nstarted") {
+		t.Fatalf("timeout result %v %q", r.GetOutcome(), text(r))
+	}
+	// The cleanup of realHarness fails the test if any sleep survived.
+}
+
+func TestBackgroundShellLifecycle(t *testing.T) {
+	h, _ := realHarness(t)
+	s := h.open(nil)
+	s.useTool("bg", "m1", "Bash", `{"command":"echo begin; sleep 30","run_in_background":true,"description":"wait"}`)
+	r := s.results(1)[0]
+	const prefix = "Command running in background with ID: "
+	if !strings.HasPrefix(text(r), prefix) {
+		t.Fatalf("%q", text(r))
+	}
+	id := strings.Fields(strings.TrimPrefix(text(r), prefix))[0]
+	id = strings.TrimSuffix(id, ".")
+	s.useTool("out", "m2", "TaskOutput", `{"task_id":"`+id+`","block":false}`)
+	if got := text(s.results(1)[0]); !strings.Contains(got, "<status>running</status>") {
+		t.Fatalf("TaskOutput: %q", got)
+	}
+	s.useTool("stop", "m3", "KillShell", `{"shell_id":"`+id+`"}`)
+	if got := text(s.results(1)[0]); !strings.Contains(got, `"message":"Successfully stopped task: `+id) {
+		t.Fatalf("KillShell: %q", got)
+	}
+	s.useTool("gone", "m4", "TaskOutput", `{"task_id":"`+id+`"}`)
+	if r := s.results(1)[0]; !r.GetIsError() || text(r) != "<tool_use_error>No task found with ID: "+id+"</tool_use_error>" {
+		t.Fatalf("after stop: %q", text(r))
+	}
+}
+
+func TestBackgroundShellDiesWithSession(t *testing.T) {
+	h, _ := realHarness(t)
+	s := h.open(nil)
+	s.useTool("bg", "m1", "Bash", `{"command":"sleep 300","run_in_background":true}`)
+	s.results(1)
+	if err := s.s.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	for range s.events {
+	}
+	// The harness cleanup checks that no sleep is left.
+}
