@@ -1,0 +1,183 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/model/fakeapi"
+	"github.com/toolwire/toolwire/pkg/orchestrator"
+)
+
+// BenchmarkLoopOverhead measures the orchestrator's own share of a tool
+// round trip: the time from the moment the fake API finished streaming a
+// response with tool_use blocks (message_stop sent) to the moment the next
+// request, carrying the results, arrived. It includes handing the calls to
+// a toolsvc process over TCP, running them there, and sending the results
+// back to the model; the model's own time is not in it.
+//
+// Reported per iteration: gap-ms (mean) and gap-p50-ms; tail-ms and
+// tail-p50-ms are the part after the executor finished the last call (the
+// results' way back to the orchestrator, the transcript write and the next
+// request), which is the loop's overhead proper.
+func BenchmarkLoopOverhead(b *testing.B) {
+	cases := []struct {
+		name  string
+		setup func(root string, i int) []fakeapi.Block // tool_uses of the measured response
+		prep  func(root string, i int) []fakeapi.Block // tool_uses of an unmeasured response before it
+	}{
+		{name: "OneRead", setup: func(root string, i int) []fakeapi.Block {
+			return []fakeapi.Block{fakeapi.ToolUse(fmt.Sprintf("toolu_r%d", i), "Read", map[string]any{"file_path": filepath.Join(root, "f0.txt")})}
+		}},
+		{name: "TenParallelReads", setup: func(root string, i int) []fakeapi.Block {
+			return reads(root, i)
+		}},
+		{name: "TenEdits", prep: reads, setup: func(root string, i int) []fakeapi.Block {
+			var bs []fakeapi.Block
+			for f := range 10 {
+				bs = append(bs, fakeapi.ToolUse(fmt.Sprintf("toolu_e%d_%d", i, f), "Edit", map[string]any{
+					"file_path": filepath.Join(root, fmt.Sprintf("f%d.txt", f)), "old_string": fmt.Sprintf("v%d", i), "new_string": fmt.Sprintf("v%d", i+1),
+				}))
+			}
+			return bs
+		}},
+		{name: "OneBashTrue", setup: func(root string, i int) []fakeapi.Block {
+			return []fakeapi.Block{fakeapi.ToolUse(fmt.Sprintf("toolu_b%d", i), "Bash", map[string]any{"command": "true"})}
+		}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			root := workspaceDir(b)
+			for f := range 10 {
+				if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("f%d.txt", f)), []byte("line one\nvalue v0\n"), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			addr := startToolsvc(b, root)
+			fake, err := fakeapi.Start()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer fake.Close()
+			orch, closeOrch := benchOrchestrator(b, fake, addr)
+			defer closeOrch()
+
+			var gaps, tails []time.Duration
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				sess, err := orch.Create(context.Background(), "", orchestrator.SessionConfig{Settings: &executorv1.Settings{
+					Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS,
+				}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				before := len(fake.Requests())
+				if c.prep != nil {
+					fake.Push(fakeapi.ToolTurn(c.prep(root, i)...))
+				}
+				fake.Push(fakeapi.ToolTurn(c.setup(root, i)...), fakeapi.EndTurn(fakeapi.Text("ok")))
+				res, err := sess.Run(context.Background(), "go")
+				if err != nil || res.StopReason != orchestrator.StopEndTurn {
+					b.Fatalf("turn: %+v %v", res, err)
+				}
+				reqs := fake.Requests()
+				measured := reqs[len(reqs)-2]
+				if c.prep != nil && len(reqs)-before != 3 || c.prep == nil && len(reqs)-before != 2 {
+					b.Fatalf("%d requests in the turn", len(reqs)-before)
+				}
+				for _, blk := range reqs[len(reqs)-1].Body.Messages[len(reqs[len(reqs)-1].Body.Messages)-1].Content {
+					if blk.IsError != nil && *blk.IsError {
+						b.Fatalf("a measured call failed: %+v", blk)
+					}
+				}
+				next := reqs[len(reqs)-1].Received
+				gaps = append(gaps, next.Sub(measured.Finished))
+				tails = append(tails, next.Sub(lastResult(sess)))
+				if err := orch.Delete(context.Background(), sess.ID()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			report(b, gaps, "gap")
+			report(b, tails, "tail")
+		})
+	}
+}
+
+// lastResult returns when the executor finished the session's last call.
+func lastResult(sess *orchestrator.Session) time.Time {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // read only the events already held
+	sub := sess.Subscribe(0)
+	var last time.Time
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			return last
+		}
+		if ev.Kind == orchestrator.EventToolResult {
+			if t := ev.Result.GetTiming().GetFinishedAt().AsTime(); t.After(last) {
+				last = t
+			}
+		}
+	}
+}
+
+func report(b *testing.B, ds []time.Duration, name string) {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(sum.Microseconds())/float64(len(ds))/1000, name+"-ms")
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, name+"-p50-ms")
+}
+
+func reads(root string, i int) []fakeapi.Block {
+	var bs []fakeapi.Block
+	for f := range 10 {
+		bs = append(bs, fakeapi.ToolUse(fmt.Sprintf("toolu_r%d_%d", i, f), "Read", map[string]any{"file_path": filepath.Join(root, fmt.Sprintf("f%d.txt", f))}))
+	}
+	return bs
+}
+
+// benchOrchestrator returns an orchestrator using the fake API and the
+// executor at addr, the way `orchestrator --executor addr` dials it.
+func benchOrchestrator(b *testing.B, fake *fakeapi.Server, addr string) (*orchestrator.Orchestrator, func()) {
+	mc, err := model.New(model.Config{APIKey: "test", BaseURL: fake.URL, Model: "claude-bench", MaxRetries: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := executorv1.NewExecutorServiceClient(conn)
+	st, err := orchestrator.OpenStore(b.TempDir(), orchestrator.StoreOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	orch, err := orchestrator.New(orchestrator.Config{
+		Model:           mc,
+		Dial:            func(context.Context, string) (executorv1.ExecutorServiceClient, error) { return client, nil },
+		DefaultExecutor: addr,
+		Store:           st,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return orch, func() {
+		orch.Close()
+		st.Close()
+		conn.Close()
+	}
+}

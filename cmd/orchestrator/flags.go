@@ -1,0 +1,157 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/toolwire/toolwire/pkg/embedded"
+	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/sandbox"
+)
+
+// listFlag is a repeatable flag whose values may also be separated by commas
+// or spaces (outside parentheses, so "Bash(git log:*)" stays whole).
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, splitRules(v)...)
+	return nil
+}
+
+// splitRules splits "Read,Bash(git log:*) Edit" into rules.
+func splitRules(s string) []string {
+	var out []string
+	var cur strings.Builder
+	depth := 0
+	flush := func() {
+		if r := strings.TrimSpace(cur.String()); r != "" {
+			out = append(out, r)
+		}
+		cur.Reset()
+	}
+	for _, c := range s {
+		switch {
+		case c == '(':
+			depth++
+		case c == ')' && depth > 0:
+			depth--
+		case (c == ',' || c == ' ' || c == '\t' || c == '\n') && depth == 0:
+			flush()
+			continue
+		}
+		cur.WriteRune(c)
+	}
+	flush()
+	return out
+}
+
+// common holds the flags shared by serve and headless mode.
+type common struct {
+	model          string
+	maxTokens      int
+	maxTurns       int
+	thinkingBudget int
+	executor       string
+	settings       string
+	sessionsDir    string
+	root           string
+	sandbox        string
+	network        string
+	runAs          string
+	logFormat      string
+	logLevel       string
+}
+
+func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
+	fs.StringVar(&c.model, "model", model.DefaultModel, "model name")
+	fs.IntVar(&c.maxTokens, "max-tokens", model.DefaultMaxTokens, "largest output per model request")
+	fs.IntVar(&c.maxTurns, "max-turns", orchestrator.DefaultMaxTurns, "model requests per user message before the turn stops")
+	fs.IntVar(&c.thinkingBudget, "thinking-budget", 0, "extended thinking budget in tokens (0: off)")
+	fs.StringVar(&c.executor, "executor", "", `executor address ("host:port" or "unix:///path"); empty runs one in-process`)
+	fs.StringVar(&c.settings, "settings", "", "settings file (permissions and hooks, in the shape of Claude Code's settings.json)")
+	fs.StringVar(&c.sessionsDir, "sessions-dir", "", "directory of session transcripts (default $XDG_STATE_HOME/toolwire/sessions or ~/.local/state/toolwire/sessions)")
+	fs.StringVar(&c.root, "root", ".", "workspace root of the in-process executor")
+	fs.StringVar(&c.sandbox, "sandbox", sandbox.BackendLandlock, `in-process executor confinement: "landlock" or "none"`)
+	fs.StringVar(&c.network, "network", sandbox.NetworkNone, `in-process executor network: "none" (loopback only) or "host"`)
+	fs.StringVar(&c.runAs, "run-as", "", "user the in-process executor runs tools as (default: the user running orchestrator, so tools can change your files; a remote toolsvc drops to an unprivileged user by default)")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: json or text")
+	fs.StringVar(&c.logLevel, "log-level", defaultLogLevel, "log level: debug, info, warn, error")
+}
+
+func (c *common) executorAddr() string {
+	if c.executor == "" {
+		return embeddedAddr
+	}
+	return c.executor
+}
+
+func (c *common) embeddedConfig(log *slog.Logger) embedded.Config {
+	return embedded.Config{
+		Root:    c.root,
+		Version: version,
+		Logger:  log,
+		Sandbox: sandbox.Config{Backend: c.sandbox, Network: c.network, RunAsUser: c.embeddedUser(), Logger: log},
+	}
+}
+
+// embeddedUser is the user the in-process executor runs tools as. The
+// in-process executor works on the caller's own files, as the caller: it
+// stays confined by Landlock to the workspace, but does not switch user.
+func (c *common) embeddedUser() string {
+	if c.runAs != "" {
+		return c.runAs
+	}
+	return fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+}
+
+// modelClient builds the model client from the environment and flags.
+func (c *common) modelClient(getenv func(string) string, log *slog.Logger) (*model.Client, error) {
+	cfg := model.ConfigFromEnv(getenv)
+	cfg.Model = c.model
+	cfg.MaxTokens = c.maxTokens
+	cfg.ThinkingBudget = c.thinkingBudget
+	cfg.Logger = log
+	return model.New(cfg)
+}
+
+// store opens the transcript store.
+func (c *common) store() (*orchestrator.Store, error) {
+	dir := c.sessionsDir
+	if dir == "" {
+		var err error
+		if dir, err = orchestrator.DefaultStoreDir(); err != nil {
+			return nil, err
+		}
+	}
+	st, err := orchestrator.OpenStore(dir, orchestrator.StoreOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("--sessions-dir: %w", err)
+	}
+	return st, nil
+}
+
+// parseInterleaved parses flags that may come before and after positional
+// arguments ("-p 'prompt' --max-turns 3") and returns the positionals.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}

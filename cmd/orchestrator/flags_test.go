@@ -1,0 +1,96 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+)
+
+func TestSplitRules(t *testing.T) {
+	tests := map[string][]string{
+		"Read":                            {"Read"},
+		"Read,Edit":                       {"Read", "Edit"},
+		"Read Edit":                       {"Read", "Edit"},
+		"Bash(git log:*) Edit":            {"Bash(git log:*)", "Edit"},
+		"Bash(npm run test:*),Read(./**)": {"Bash(npm run test:*)", "Read(./**)"},
+		" , ":                             nil,
+	}
+	for in, want := range tests {
+		if got := splitRules(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("splitRules(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseInterleaved(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	p := fs.Bool("p", false, "")
+	n := fs.Int("max-turns", 0, "")
+	pos, err := parseInterleaved(fs, []string{"-p", "hello", "world", "--max-turns", "3", "--", "-x"})
+	if err != nil || !*p || *n != 3 || !reflect.DeepEqual(pos, []string{"hello", "world", "-x"}) {
+		t.Fatalf("p=%v n=%d pos=%q err=%v", *p, *n, pos, err)
+	}
+}
+
+func TestLoadSettings(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.json", `{
+  "model": "ignored",
+  "permissions": {"allow": ["Read", "Bash(git status)"], "deny": ["Bash(rm:*)"], "ask": ["Write"], "defaultMode": "acceptEdits"},
+  "hooks": {
+    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "check.sh", "timeout": 5}]}],
+    "Notification": [{"hooks": [{"type": "command", "command": "ignored"}]}]
+  }
+}`)
+	s, err := loadSettings(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(s.Allow, []string{"Read", "Bash(git status)"}) || s.Deny[0] != "Bash(rm:*)" || s.Ask[0] != "Write" ||
+		s.Mode != executorv1.PermissionMode_PERMISSION_MODE_ACCEPT_EDITS {
+		t.Fatalf("settings = %v", s)
+	}
+	if len(s.Hooks) != 1 || s.Hooks[0].GetEvent() != executorv1.HookEvent_HOOK_EVENT_PRE_TOOL_USE || s.Hooks[0].GetMatcher() != "Bash" ||
+		s.Hooks[0].GetCommands()[0].GetCommand() != "check.sh" || s.Hooks[0].GetCommands()[0].GetTimeout().AsDuration() != 5*time.Second {
+		t.Fatalf("hooks = %v", s.Hooks)
+	}
+
+	for name, tc := range map[string]struct{ content, want string }{
+		"syntax":   {"{\n  \"permissions\": {\n    \"allow\": [\"Read\",]\n  }\n}", "line 3"},
+		"type":     {"{\n\"permissions\": {\"allow\": \"Read\"}}", "line 2"},
+		"mode":     {`{"permissions": {"defaultMode": "yolo"}}`, "yolo"},
+		"hooktype": {`{"hooks": {"PostToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}`, "not supported"},
+	} {
+		_, err := loadSettings(write(name+".json", tc.content))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one mentioning %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	env := func(string) string { return "" }
+	if code := run(nil, nil, io.Discard, io.Discard, env); code != 2 {
+		t.Fatalf("no arguments: exit %d", code)
+	}
+	if code := run([]string{"frobnicate"}, nil, io.Discard, io.Discard, env); code != 2 {
+		t.Fatalf("unknown command: exit %d", code)
+	}
+	if code := run([]string{"-p", "x", "--output-format", "yaml"}, nil, io.Discard, io.Discard, env); code == 0 {
+		t.Fatal("bad output format accepted")
+	}
+}

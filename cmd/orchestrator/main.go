@@ -1,0 +1,100 @@
+// Command orchestrator holds conversations with the model and runs their tool
+// calls on a toolsvc executor.
+//
+//	orchestrator -p "prompt" [flags]   answer one prompt headless, like claude -p
+//	orchestrator serve [flags]         serve OrchestratorService (gRPC)
+//	orchestrator version               print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/toolwire/toolwire/pkg/sandbox"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `orchestrator talks to the Anthropic Messages API and runs the model's tool
+calls on a toolsvc executor (in-process by default, or remote with --executor).
+
+Usage:
+  orchestrator -p "prompt" [flags]   answer one prompt headless and exit
+  orchestrator serve [flags]         serve OrchestratorService (gRPC)
+  orchestrator version               print the version
+
+The model is reached with ANTHROPIC_API_KEY (required) and ANTHROPIC_BASE_URL
+(optional, for a compatible endpoint).
+
+Run "orchestrator -p -h" or "orchestrator serve -h" for the flags.
+`
+
+func main() {
+	// The embedded executor starts sandboxed processes; a re-executed child
+	// must confine itself before anything else runs.
+	sandbox.RunChildIfRequested()
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	var (
+		err  error
+		code int // headless sets the exit code of a finished turn
+	)
+	switch args[0] {
+	case "serve":
+		err = serve(ctx, args[1:], stderr, getenv)
+	case "version":
+		fmt.Fprintln(stdout, "orchestrator", version)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		code, err = headless(ctx, args, stdin, stdout, stderr, getenv)
+	}
+	switch {
+	case err == nil:
+		return code
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	fmt.Fprintln(stderr, "orchestrator:", err)
+	if code == 0 {
+		code = 1
+	}
+	return code
+}
+
+// errUsage marks a command-line mistake already reported.
+var errUsage = errors.New("usage")
+
+// newLogger returns the process logger on w.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be json or text, not %q", format)
+}

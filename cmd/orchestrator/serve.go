@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	orchestratorv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
+	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchgrpc"
+	"github.com/toolwire/toolwire/pkg/rpcserver"
+	"github.com/toolwire/toolwire/pkg/sandbox"
+)
+
+// serve runs OrchestratorService until SIGTERM or SIGINT.
+func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("orchestrator serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs, "info")
+	listen := fs.String("listen", "127.0.0.1:7071", `address to serve on: "host:port" or "unix:///path/to.sock"`)
+	grace := fs.Duration("grace", 10*time.Second, "on shutdown, how long streams may finish before they are cut")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	log, err := newLogger(stderr, c.logFormat, c.logLevel)
+	if err != nil {
+		return err
+	}
+	client, err := c.modelClient(getenv, log)
+	if err != nil {
+		if errors.Is(err, model.ErrNoCredentials) {
+			return errors.New("no API key: set ANTHROPIC_API_KEY to your Anthropic API key (and ANTHROPIC_BASE_URL to use a compatible endpoint instead of api.anthropic.com)")
+		}
+		return err
+	}
+	settings, err := loadSettings(c.settings)
+	if err != nil {
+		return err
+	}
+	store, err := c.store()
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if c.executor == "" {
+		if err := sandbox.BecomeSubreaper(); err != nil {
+			return fmt.Errorf("become child subreaper: %w", err)
+		}
+	}
+	dial := newDialer(c.embeddedConfig(log), log)
+	defer dial.Close()
+	orch, err := orchestrator.New(orchestrator.Config{
+		Model:           client,
+		Dial:            dial.Dial,
+		DefaultExecutor: c.executorAddr(),
+		Store:           store,
+		Defaults: orchestrator.SessionConfig{
+			Model: c.model, MaxTokens: c.maxTokens, MaxTurns: c.maxTurns,
+			ThinkingBudget: c.thinkingBudget, Settings: settings,
+		},
+		ClientVersion: version,
+		Logger:        log,
+	})
+	if err != nil {
+		return err
+	}
+	lis, err := rpcserver.Listen(*listen)
+	if err != nil {
+		orch.Close()
+		return err
+	}
+	srv := rpcserver.New(log)
+	orchestratorv1.RegisterOrchestratorServiceServer(srv.Server, orchgrpc.NewServer(orch, log))
+	srv.Health.SetServingStatus(orchestratorv1.OrchestratorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(lis) }()
+	log.Info("orchestrator listening", "addr", lis.Addr().String(), "executor", c.executorAddr(),
+		"sessions_dir", store.Dir(), "model", c.model, "version", version)
+
+	select {
+	case err = <-serveErr:
+		err = fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+		log.Info("shutting down")
+	}
+	// Interrupt running turns first so Converse streams see them end.
+	orch.Close()
+	srv.Shutdown(*grace)
+	log.Info("orchestrator stopped")
+	return err
+}

@@ -1,0 +1,648 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/packages/param"
+)
+
+// Defaults of Config.
+const (
+	DefaultModel             = string(anthropic.ModelClaudeSonnet4_5)
+	DefaultMaxTokens         = 16384
+	DefaultMaxRetries        = 10
+	DefaultRetryBaseDelay    = 500 * time.Millisecond
+	DefaultRetryMaxDelay     = 32 * time.Second
+	DefaultStreamIdleTimeout = 5 * time.Minute
+)
+
+// Config configures a Client. Zero fields take the defaults above.
+type Config struct {
+	// APIKey is sent as x-api-key. One of APIKey and AuthToken is required.
+	APIKey string
+	// AuthToken is sent as a bearer token instead of an API key.
+	AuthToken string
+	// BaseURL replaces the API's address, e.g. for a compatible gateway.
+	BaseURL string
+	// Model is used by requests that name none.
+	Model string
+	// MaxTokens is used by requests that give none.
+	MaxTokens int
+	// ThinkingBudget turns on extended thinking for requests that give no
+	// budget of their own; zero leaves it off.
+	ThinkingBudget int
+	// MaxRetries is how often a failed request is retried (429, 5xx, 529
+	// overloaded, connection errors before any content arrived). Negative
+	// means none.
+	MaxRetries int
+	// RetryBaseDelay is the first backoff; each retry doubles it, up to
+	// RetryMaxDelay, plus up to a quarter of random jitter.
+	RetryBaseDelay time.Duration
+	// RetryMaxDelay caps one backoff.
+	RetryMaxDelay time.Duration
+	// StreamIdleTimeout ends a response stream that delivers nothing for
+	// this long.
+	StreamIdleTimeout time.Duration
+	// HTTPClient replaces the SDK's HTTP client.
+	HTTPClient *http.Client
+	// Options are passed on to the SDK after ours.
+	Options []option.RequestOption
+	// Logger receives retry and failure logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Client streams responses of the Anthropic Messages API. It retries failed
+// requests itself (the SDK's own retries are off) so that every retry can be
+// reported to the user. A Client is safe for concurrent use.
+type Client struct {
+	sdk anthropic.Client
+	cfg Config
+	log *slog.Logger
+}
+
+// ErrNoCredentials is returned by New when neither an API key nor an auth
+// token is configured.
+var ErrNoCredentials = errors.New("model: no API credentials: set ANTHROPIC_API_KEY (and optionally ANTHROPIC_BASE_URL for a compatible endpoint)")
+
+// New returns a Client for cfg. It reads no environment variables: the
+// caller resolves ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL (see ConfigFromEnv).
+func New(cfg Config) (*Client, error) {
+	if cfg.APIKey == "" && cfg.AuthToken == "" {
+		return nil, ErrNoCredentials
+	}
+	if cfg.Model == "" {
+		cfg.Model = DefaultModel
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = DefaultMaxTokens
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = DefaultMaxRetries
+	}
+	if cfg.MaxRetries < 0 {
+		cfg.MaxRetries = 0
+	}
+	if cfg.RetryBaseDelay <= 0 {
+		cfg.RetryBaseDelay = DefaultRetryBaseDelay
+	}
+	if cfg.RetryMaxDelay <= 0 {
+		cfg.RetryMaxDelay = DefaultRetryMaxDelay
+	}
+	if cfg.StreamIdleTimeout <= 0 {
+		cfg.StreamIdleTimeout = DefaultStreamIdleTimeout
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithMaxRetries(0),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	} else {
+		opts = append(opts, option.WithAuthToken(cfg.AuthToken))
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	opts = append(opts, cfg.Options...)
+	return &Client{sdk: anthropic.NewClient(opts...), cfg: cfg, log: log}, nil
+}
+
+// ConfigFromEnv returns a Config with the credentials and address from the
+// environment: ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) and
+// ANTHROPIC_BASE_URL.
+func ConfigFromEnv(getenv func(string) string) Config {
+	return Config{
+		APIKey:    getenv("ANTHROPIC_API_KEY"),
+		AuthToken: getenv("ANTHROPIC_AUTH_TOKEN"),
+		BaseURL:   getenv("ANTHROPIC_BASE_URL"),
+	}
+}
+
+// Model returns the default model of c.
+func (c *Client) Model() string { return c.cfg.Model }
+
+// Tool is a tool offered to the model.
+type Tool struct {
+	// Name is what the model calls it.
+	Name string
+	// Description tells the model what it does.
+	Description string
+	// InputSchema is the JSON Schema of its input object.
+	InputSchema json.RawMessage
+}
+
+// Request is one model request.
+type Request struct {
+	// Model overrides the client's model.
+	Model string
+	// MaxTokens overrides the client's max_tokens.
+	MaxTokens int
+	// ThinkingBudget overrides the client's thinking budget; negative turns
+	// thinking off.
+	ThinkingBudget int
+	// System is the system prompt; it is a prompt-cache breakpoint.
+	System string
+	// Tools are offered in this order; the last is a prompt-cache breakpoint.
+	Tools []Tool
+	// Messages is the conversation; the last block of the newest message is
+	// a prompt-cache breakpoint.
+	Messages []Message
+}
+
+// StopReason says why the model stopped.
+type StopReason string
+
+// Stop reasons of the Messages API.
+const (
+	StopEndTurn      StopReason = "end_turn"
+	StopToolUse      StopReason = "tool_use"
+	StopMaxTokens    StopReason = "max_tokens"
+	StopStopSequence StopReason = "stop_sequence"
+	StopPauseTurn    StopReason = "pause_turn"
+	StopRefusal      StopReason = "refusal"
+)
+
+// Usage counts the tokens of a response.
+type Usage struct {
+	// InputTokens are uncached input tokens.
+	InputTokens int64 `json:"input_tokens"`
+	// OutputTokens are generated tokens.
+	OutputTokens int64 `json:"output_tokens"`
+	// CacheReadInputTokens were read from the prompt cache.
+	CacheReadInputTokens int64 `json:"cache_read_input_tokens,omitempty"`
+	// CacheCreationInputTokens were written to the prompt cache.
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitempty"`
+}
+
+// Add returns u plus v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:              u.InputTokens + v.InputTokens,
+		OutputTokens:             u.OutputTokens + v.OutputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
+	}
+}
+
+// Response is an assistant message as far as it arrived.
+type Response struct {
+	// ID is the message id ("msg_...").
+	ID string
+	// Model that answered.
+	Model string
+	// Content holds the blocks that arrived complete (content_block_stop).
+	Content []Block
+	// StopReason is set when message_delta arrived.
+	StopReason StopReason
+	// StopSequence is the stop sequence that ended the message, if any.
+	StopSequence string
+	// Usage counts the tokens.
+	Usage Usage
+	// Complete is true when message_stop arrived.
+	Complete bool
+}
+
+// Message returns the response as an assistant message to keep in the
+// transcript. Text blocks without visible text are left out: the API refuses
+// them when the message is sent back.
+func (r *Response) Message() Message {
+	content := make([]Block, 0, len(r.Content))
+	for _, b := range r.Content {
+		if b.Type == BlockText && strings.TrimSpace(b.Text) == "" {
+			continue
+		}
+		content = append(content, b)
+	}
+	return Message{Role: RoleAssistant, Content: content}
+}
+
+// EventKind names a stream event.
+type EventKind int
+
+// Stream event kinds.
+const (
+	// EventMessageStart: a response began; MessageID is set.
+	EventMessageStart EventKind = iota + 1
+	// EventTextDelta: Text was appended to the text block at Index.
+	EventTextDelta
+	// EventThinkingDelta: Text was appended to the thinking block at Index.
+	EventThinkingDelta
+	// EventBlockComplete: the block at Index is complete; Block is set, and
+	// RawInput for a tool_use.
+	EventBlockComplete
+	// EventRetry: the request failed and is retried; Retry is set.
+	EventRetry
+)
+
+// Event is reported while a response streams.
+type Event struct {
+	// Kind says which fields are set.
+	Kind EventKind
+	// MessageID of the response.
+	MessageID string
+	// Index of the content block.
+	Index int
+	// Text of a delta.
+	Text string
+	// Block that completed.
+	Block *Block
+	// RawInput is a completed tool_use's input exactly as the model wrote it.
+	RawInput string
+	// Retry describes a retry.
+	Retry *Retry
+}
+
+// Retry describes a retried request.
+type Retry struct {
+	// Attempt counts retries from 1.
+	Attempt int
+	// MaxRetries is the most retries that will be made.
+	MaxRetries int
+	// Delay is the wait before this retry.
+	Delay time.Duration
+	// Err is what failed.
+	Err error
+}
+
+// APIError is an error answer of the Messages API.
+type APIError struct {
+	// StatusCode is the HTTP status (200 for an error event mid-stream).
+	StatusCode int
+	// Type is the API's error type, e.g. "overloaded_error".
+	Type string
+	// Message is the API's message.
+	Message string
+	// RequestID is the request-id header.
+	RequestID string
+	// RetryAfter is the server's requested wait, if it sent one.
+	RetryAfter time.Duration
+}
+
+// Error formats the error the way users see API errors.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	b.WriteString("API Error: ")
+	if e.StatusCode != 0 && e.StatusCode != http.StatusOK {
+		fmt.Fprintf(&b, "%d ", e.StatusCode)
+	}
+	if e.Type != "" {
+		b.WriteString(e.Type)
+	} else {
+		b.WriteString(http.StatusText(e.StatusCode))
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	return b.String()
+}
+
+// Retryable reports whether the request may succeed when sent again.
+func (e *APIError) Retryable() bool {
+	switch e.Type {
+	case "overloaded_error", "rate_limit_error", "api_error", "timeout_error":
+		return true
+	}
+	switch {
+	case e.StatusCode == http.StatusRequestTimeout, e.StatusCode == http.StatusConflict,
+		e.StatusCode == http.StatusTooManyRequests, e.StatusCode >= 500:
+		return true
+	}
+	return false
+}
+
+// ErrStreamCut is wrapped by the error of a response stream that ended
+// before message_stop.
+var ErrStreamCut = errors.New("API Error: Connection closed mid-response. The response above may be incomplete.")
+
+// errIdle ends a stream that went silent.
+var errIdle = errors.New("model: response stream idle for too long")
+
+// Stream sends req and streams the response, calling on for each event from
+// the calling goroutine. Requests that fail before any content block arrived
+// are retried with exponential backoff and jitter (reported as EventRetry).
+// A stream that breaks after content arrived is not retried: Stream returns
+// the complete blocks received so far with an error wrapping ErrStreamCut
+// (or the API error the stream carried). The returned Response is nil only
+// when nothing arrived.
+func (c *Client) Stream(ctx context.Context, req Request, on func(Event)) (*Response, error) {
+	if on == nil {
+		on = func(Event) {}
+	}
+	params, err := c.params(req)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		resp, progressed, err := c.streamOnce(ctx, params, on)
+		if err == nil {
+			return resp, nil
+		}
+		if progressed || ctx.Err() != nil || !retryable(err) || attempt > c.cfg.MaxRetries {
+			if !progressed {
+				resp = nil
+			}
+			return resp, err
+		}
+		delay := c.backoff(attempt, err)
+		c.log.WarnContext(ctx, "model request failed; retrying", "attempt", attempt, "max_retries", c.cfg.MaxRetries, "delay", delay, "err", err)
+		on(Event{Kind: EventRetry, Retry: &Retry{Attempt: attempt, MaxRetries: c.cfg.MaxRetries, Delay: delay, Err: err}})
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("model: waiting to retry: %w", context.Cause(ctx))
+		case <-t.C:
+		}
+	}
+}
+
+func retryable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Retryable()
+	}
+	// Connection refused or reset, or a body cut before any content: the
+	// request may well succeed again.
+	return true
+}
+
+func (c *Client) backoff(attempt int, err error) time.Duration {
+	var ae *APIError
+	if errors.As(err, &ae) && ae.RetryAfter > 0 && ae.RetryAfter <= c.cfg.RetryMaxDelay {
+		return ae.RetryAfter
+	}
+	d := c.cfg.RetryBaseDelay << min(attempt-1, 20)
+	if d > c.cfg.RetryMaxDelay || d <= 0 {
+		d = c.cfg.RetryMaxDelay
+	}
+	return d + time.Duration(rand.Int64N(int64(d)/4+1))
+}
+
+func (c *Client) params(req Request) (anthropic.MessageNewParams, error) {
+	modelName := req.Model
+	if modelName == "" {
+		modelName = c.cfg.Model
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = c.cfg.MaxTokens
+	}
+	budget := req.ThinkingBudget
+	if budget == 0 {
+		budget = c.cfg.ThinkingBudget
+	}
+	if len(req.Messages) == 0 {
+		return anthropic.MessageNewParams{}, errors.New("model: request has no messages")
+	}
+	p := anthropic.MessageNewParams{
+		Model:     anthropic.Model(modelName),
+		MaxTokens: int64(maxTokens),
+	}
+	if budget > 0 {
+		if budget >= maxTokens {
+			return p, fmt.Errorf("model: thinking budget %d must be below max_tokens %d", budget, maxTokens)
+		}
+		p.Thinking = anthropic.ThinkingConfigParamOfEnabled(int64(budget))
+	}
+	if req.System != "" {
+		p.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
+	}
+	for i, t := range req.Tools {
+		schema := t.InputSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		var cc *cacheControl
+		if i == len(req.Tools)-1 {
+			cc = ephemeral
+		}
+		raw, err := json.Marshal(struct {
+			Name         string          `json:"name"`
+			Description  string          `json:"description,omitempty"`
+			InputSchema  json.RawMessage `json:"input_schema"`
+			CacheControl *cacheControl   `json:"cache_control,omitempty"`
+		}{t.Name, t.Description, schema, cc})
+		if err != nil {
+			return p, fmt.Errorf("model: encode tool %q: %w", t.Name, err)
+		}
+		p.Tools = append(p.Tools, param.Override[anthropic.ToolUnionParam](json.RawMessage(raw)))
+	}
+	for _, m := range withCacheBreakpoint(req.Messages) {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return p, fmt.Errorf("model: encode %s message: %w", m.Role, err)
+		}
+		p.Messages = append(p.Messages, param.Override[anthropic.MessageParam](json.RawMessage(raw)))
+	}
+	return p, nil
+}
+
+// partial is a content block being streamed.
+type partial struct {
+	block Block
+	text  strings.Builder // text, thinking, or tool input
+	sig   strings.Builder
+}
+
+func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, on func(Event)) (resp *Response, progressed bool, err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(c.cfg.StreamIdleTimeout, func() { cancel(errIdle) })
+	defer idle.Stop()
+
+	stream := c.sdk.Messages.NewStreaming(ctx, params)
+	defer stream.Close()
+
+	resp = &Response{}
+	open := map[int64]*partial{}
+	for stream.Next() {
+		idle.Reset(c.cfg.StreamIdleTimeout)
+		ev := stream.Current()
+		switch ev.Type {
+		case "message_start":
+			resp.ID = ev.Message.ID
+			resp.Model = string(ev.Message.Model)
+			resp.Usage = Usage{
+				InputTokens:              ev.Message.Usage.InputTokens,
+				OutputTokens:             ev.Message.Usage.OutputTokens,
+				CacheReadInputTokens:     ev.Message.Usage.CacheReadInputTokens,
+				CacheCreationInputTokens: ev.Message.Usage.CacheCreationInputTokens,
+			}
+			on(Event{Kind: EventMessageStart, MessageID: resp.ID})
+		case "content_block_start":
+			progressed = true
+			cb := ev.ContentBlock
+			p := &partial{block: Block{Type: BlockType(cb.Type)}}
+			switch p.block.Type {
+			case BlockText:
+				p.text.WriteString(cb.Text)
+			case BlockThinking:
+				p.text.WriteString(cb.Thinking)
+				p.sig.WriteString(cb.Signature)
+			case BlockRedactedThinking:
+				p.block.Data = cb.Data
+			case BlockToolUse:
+				p.block.ID, p.block.Name = cb.ID, cb.Name
+			}
+			open[ev.Index] = p
+		case "content_block_delta":
+			p := open[ev.Index]
+			if p == nil {
+				continue
+			}
+			switch ev.Delta.Type {
+			case "text_delta":
+				p.text.WriteString(ev.Delta.Text)
+				on(Event{Kind: EventTextDelta, MessageID: resp.ID, Index: int(ev.Index), Text: ev.Delta.Text})
+			case "thinking_delta":
+				p.text.WriteString(ev.Delta.Thinking)
+				on(Event{Kind: EventThinkingDelta, MessageID: resp.ID, Index: int(ev.Index), Text: ev.Delta.Thinking})
+			case "signature_delta":
+				p.sig.WriteString(ev.Delta.Signature)
+			case "input_json_delta":
+				p.text.WriteString(ev.Delta.PartialJSON)
+			}
+		case "content_block_stop":
+			p := open[ev.Index]
+			if p == nil {
+				continue
+			}
+			delete(open, ev.Index)
+			b, raw, ok := p.finish()
+			if !ok {
+				continue
+			}
+			resp.Content = append(resp.Content, b)
+			on(Event{Kind: EventBlockComplete, MessageID: resp.ID, Index: int(ev.Index), Block: &b, RawInput: raw})
+		case "message_delta":
+			resp.StopReason = StopReason(ev.Delta.StopReason)
+			resp.StopSequence = ev.Delta.StopSequence
+			resp.Usage.OutputTokens = ev.Usage.OutputTokens
+			if ev.Usage.JSON.InputTokens.Valid() && ev.Usage.InputTokens > 0 {
+				resp.Usage.InputTokens = ev.Usage.InputTokens
+			}
+			if ev.Usage.JSON.CacheReadInputTokens.Valid() && ev.Usage.CacheReadInputTokens > 0 {
+				resp.Usage.CacheReadInputTokens = ev.Usage.CacheReadInputTokens
+			}
+			if ev.Usage.JSON.CacheCreationInputTokens.Valid() && ev.Usage.CacheCreationInputTokens > 0 {
+				resp.Usage.CacheCreationInputTokens = ev.Usage.CacheCreationInputTokens
+			}
+		case "message_stop":
+			resp.Complete = true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errIdle) {
+			err = fmt.Errorf("%w: %w", ErrStreamCut, errIdle)
+		} else if ctx.Err() != nil {
+			err = cause
+		} else {
+			err = classify(err)
+			if progressed && !isAPIError(err) {
+				err = fmt.Errorf("%w (%w)", ErrStreamCut, err)
+			}
+		}
+		return resp, progressed, err
+	}
+	if !resp.Complete {
+		return resp, progressed, fmt.Errorf("%w (stream ended before message_stop)", ErrStreamCut)
+	}
+	return resp, progressed, nil
+}
+
+// finish turns a streamed block into a Block; ok is false for block kinds
+// a conversation does not keep.
+func (p *partial) finish() (b Block, rawInput string, ok bool) {
+	b = p.block
+	switch b.Type {
+	case BlockText:
+		b.Text = p.text.String()
+	case BlockThinking:
+		b.Thinking, b.Signature = p.text.String(), p.sig.String()
+	case BlockRedactedThinking:
+	case BlockToolUse:
+		rawInput = p.text.String()
+		if rawInput == "" {
+			rawInput = "{}"
+		}
+		b.Input = json.RawMessage(`{}`)
+		if isJSONObject(rawInput) {
+			b.Input = json.RawMessage(rawInput)
+		}
+	default:
+		return Block{}, "", false
+	}
+	return b, rawInput, true
+}
+
+func isJSONObject(s string) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal([]byte(s), &m) == nil && m != nil
+}
+
+func isAPIError(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae)
+}
+
+// classify turns an SDK error into an *APIError where the API answered.
+func classify(err error) error {
+	var se *anthropic.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	ae := &APIError{StatusCode: se.StatusCode, Type: string(se.Type()), RequestID: se.RequestID}
+	var body struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(se.RawJSON()), &body) == nil {
+		ae.Message = body.Error.Message
+		if ae.Type == "" {
+			ae.Type = body.Error.Type
+		}
+	}
+	if se.Response != nil {
+		ae.RetryAfter = retryAfter(se.Response.Header)
+	}
+	return ae
+}
+
+func retryAfter(h http.Header) time.Duration {
+	if v := h.Get("retry-after-ms"); v != "" {
+		var ms float64
+		if _, err := fmt.Sscanf(v, "%g", &ms); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	if v := h.Get("retry-after"); v != "" {
+		var s float64
+		if _, err := fmt.Sscanf(v, "%g", &s); err == nil && s > 0 {
+			return time.Duration(s * float64(time.Second))
+		}
+	}
+	return 0
+}

@@ -1,0 +1,264 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/model"
+)
+
+// Error classes of the orchestrator; the gRPC edge maps them to status codes.
+var (
+	// ErrNotFound: no session has that id.
+	ErrNotFound = errors.New("session not found")
+	// ErrExists: a session with that id exists already.
+	ErrExists = errors.New("session already exists")
+	// ErrBusy: the session is running a turn.
+	ErrBusy = errors.New("session is busy with a turn")
+	// ErrInvalid: a request or configuration is malformed.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrClosed: the orchestrator or session is shut down.
+	ErrClosed = errors.New("closed")
+	// ErrExecutorUnavailable: the executor could not be reached.
+	ErrExecutorUnavailable = errors.New("executor unavailable")
+)
+
+// Dialer returns a client for the executor at addr. The orchestrator calls
+// it with Config.DefaultExecutor when a session names none.
+type Dialer func(ctx context.Context, addr string) (executorv1.ExecutorServiceClient, error)
+
+// PermissionFunc answers a permission request without a client, e.g. in
+// headless mode. Returning nil leaves the request to the attached client.
+type PermissionFunc func(sessionID string, req *executorv1.PermissionRequest) *executorv1.PermissionDecision
+
+// Defaults of Config.
+const (
+	DefaultMaxTurns     = 100
+	DefaultAbortGrace   = 10 * time.Second
+	defaultEventBacklog = 1 << 16
+)
+
+// Config configures an Orchestrator.
+type Config struct {
+	// Model is the client for the Messages API. Required.
+	Model *model.Client
+	// Dial connects to executors. Required.
+	Dial Dialer
+	// DefaultExecutor is the address used by sessions that name none
+	// ("embedded" for an in-process executor).
+	DefaultExecutor string
+	// Store persists transcripts; nil keeps them in memory only.
+	Store *Store
+	// Defaults fill the zero fields of every new session's configuration.
+	Defaults SessionConfig
+	// Permissions, when set, answers permission requests before any client
+	// sees them.
+	Permissions PermissionFunc
+	// AbortGrace is how long an interrupted turn waits for the executor's
+	// results of aborted calls before it writes interrupted results itself.
+	AbortGrace time.Duration
+	// EventBacklog is how many events per session are kept for clients
+	// that attach late or fall behind.
+	EventBacklog int
+	// ClientName and ClientVersion are sent to executors.
+	ClientName, ClientVersion string
+	// Logger receives logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// SessionConfig is what can be chosen per session. Zero fields take the
+// orchestrator's defaults.
+type SessionConfig struct {
+	// Executor is the executor address ("embedded" for in-process).
+	Executor string
+	// Model is the model name.
+	Model string
+	// SystemPrompt replaces the default system prompt.
+	SystemPrompt string
+	// MaxTokens caps each response.
+	MaxTokens int
+	// MaxTurns caps model requests per user message.
+	MaxTurns int
+	// AllowedTools, when set, are the only tools offered (bare names).
+	AllowedTools []string
+	// DisallowedTools are never offered (bare names).
+	DisallowedTools []string
+	// Settings are the permission rules, mode and hooks for the executor.
+	Settings *executorv1.Settings
+	// Workspace is the working directory on the executor.
+	Workspace string
+	// ThinkingBudget turns on extended thinking with this many tokens.
+	ThinkingBudget int
+	// Options are the executor's scheduling options.
+	Options *executorv1.SessionOptions
+}
+
+// withDefaults returns c with zero fields taken from d.
+func (c SessionConfig) withDefaults(d SessionConfig) SessionConfig {
+	if c.Executor == "" {
+		c.Executor = d.Executor
+	}
+	if c.Model == "" {
+		c.Model = d.Model
+	}
+	if c.SystemPrompt == "" {
+		c.SystemPrompt = d.SystemPrompt
+	}
+	if c.MaxTokens == 0 {
+		c.MaxTokens = d.MaxTokens
+	}
+	if c.MaxTurns == 0 {
+		c.MaxTurns = d.MaxTurns
+	}
+	if len(c.AllowedTools) == 0 {
+		c.AllowedTools = d.AllowedTools
+	}
+	if len(c.DisallowedTools) == 0 {
+		c.DisallowedTools = d.DisallowedTools
+	}
+	if c.Settings == nil {
+		c.Settings = d.Settings
+	}
+	if c.Workspace == "" {
+		c.Workspace = d.Workspace
+	}
+	if c.ThinkingBudget == 0 {
+		c.ThinkingBudget = d.ThinkingBudget
+	}
+	if c.Options == nil {
+		c.Options = d.Options
+	}
+	return c
+}
+
+func (c SessionConfig) validate() error {
+	switch {
+	case c.MaxTokens < 0:
+		return fmt.Errorf("%w: max_tokens %d", ErrInvalid, c.MaxTokens)
+	case c.MaxTurns < 0:
+		return fmt.Errorf("%w: max_turns %d", ErrInvalid, c.MaxTurns)
+	case c.ThinkingBudget < 0:
+		return fmt.Errorf("%w: thinking budget %d", ErrInvalid, c.ThinkingBudget)
+	case c.ThinkingBudget > 0 && c.MaxTokens > 0 && c.ThinkingBudget >= c.MaxTokens:
+		return fmt.Errorf("%w: thinking budget %d must be below max_tokens %d", ErrInvalid, c.ThinkingBudget, c.MaxTokens)
+	}
+	return nil
+}
+
+// storedConfig is SessionConfig as persisted in a transcript.
+type storedConfig struct {
+	Executor        string          `json:"executor,omitempty"`
+	Model           string          `json:"model,omitempty"`
+	SystemPrompt    string          `json:"system_prompt,omitempty"`
+	MaxTokens       int             `json:"max_tokens,omitempty"`
+	MaxTurns        int             `json:"max_turns,omitempty"`
+	AllowedTools    []string        `json:"allowed_tools,omitempty"`
+	DisallowedTools []string        `json:"disallowed_tools,omitempty"`
+	Settings        json.RawMessage `json:"settings,omitempty"`
+	Workspace       string          `json:"workspace,omitempty"`
+	ThinkingBudget  int             `json:"thinking_budget,omitempty"`
+	Options         json.RawMessage `json:"options,omitempty"`
+}
+
+// MarshalJSON stores the configuration, proto fields in protojson form.
+func (c SessionConfig) MarshalJSON() ([]byte, error) {
+	s := storedConfig{
+		Executor: c.Executor, Model: c.Model, SystemPrompt: c.SystemPrompt, MaxTokens: c.MaxTokens,
+		MaxTurns: c.MaxTurns, AllowedTools: c.AllowedTools, DisallowedTools: c.DisallowedTools,
+		Workspace: c.Workspace, ThinkingBudget: c.ThinkingBudget,
+	}
+	var err error
+	if c.Settings != nil {
+		if s.Settings, err = protojson.Marshal(c.Settings); err != nil {
+			return nil, fmt.Errorf("encode settings: %w", err)
+		}
+	}
+	if c.Options != nil {
+		if s.Options, err = protojson.Marshal(c.Options); err != nil {
+			return nil, fmt.Errorf("encode options: %w", err)
+		}
+	}
+	return json.Marshal(s)
+}
+
+// UnmarshalJSON reads a stored configuration.
+func (c *SessionConfig) UnmarshalJSON(data []byte) error {
+	var s storedConfig
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	*c = SessionConfig{
+		Executor: s.Executor, Model: s.Model, SystemPrompt: s.SystemPrompt, MaxTokens: s.MaxTokens,
+		MaxTurns: s.MaxTurns, AllowedTools: s.AllowedTools, DisallowedTools: s.DisallowedTools,
+		Workspace: s.Workspace, ThinkingBudget: s.ThinkingBudget,
+	}
+	if len(s.Settings) > 0 {
+		c.Settings = &executorv1.Settings{}
+		if err := protojson.Unmarshal(s.Settings, c.Settings); err != nil {
+			return fmt.Errorf("decode settings: %w", err)
+		}
+	}
+	if len(s.Options) > 0 {
+		c.Options = &executorv1.SessionOptions{}
+		if err := protojson.Unmarshal(s.Options, c.Options); err != nil {
+			return fmt.Errorf("decode options: %w", err)
+		}
+	}
+	return nil
+}
+
+// StopReason says why a turn ended.
+type StopReason string
+
+// Why turns end.
+const (
+	StopEndTurn      StopReason = "end_turn"
+	StopMaxTurns     StopReason = "max_turns"
+	StopInterrupted  StopReason = "interrupted"
+	StopError        StopReason = "error"
+	StopStopSequence StopReason = "stop_sequence"
+	StopRefusal      StopReason = "refusal"
+)
+
+// TurnResult sums up a finished turn.
+type TurnResult struct {
+	// StopReason says why the turn ended.
+	StopReason StopReason
+	// Usage counts the turn's tokens.
+	Usage model.Usage
+	// Requests is the number of model requests made.
+	Requests int
+	// Text is the final assistant text.
+	Text string
+	// Duration is the turn's wall time.
+	Duration time.Duration
+	// Err is the error that ended the turn, for StopError and StopMaxTurns.
+	Err error
+}
+
+// Info describes a session.
+type Info struct {
+	// ID of the session.
+	ID string
+	// Executor address, or "embedded".
+	Executor string
+	// Model name.
+	Model string
+	// CreatedAt is when the session was created.
+	CreatedAt time.Time
+	// Turns counts completed turns.
+	Turns int
+	// Usage counts tokens so far.
+	Usage model.Usage
+	// MessageCount is the transcript's length.
+	MessageCount int
+	// Busy is true while a turn runs.
+	Busy bool
+}

@@ -1,0 +1,245 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/model"
+)
+
+// Orchestrator holds the conversations of one process: it creates sessions,
+// finds them again (in memory, or in the store after a restart) and closes
+// them.
+type Orchestrator struct {
+	cfg Config
+	log *slog.Logger
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+
+	mu       sync.Mutex // guards the fields below
+	sessions map[string]*Session
+	closed   bool
+}
+
+// New returns an Orchestrator for cfg.
+func New(cfg Config) (*Orchestrator, error) {
+	if cfg.Model == nil {
+		return nil, fmt.Errorf("%w: orchestrator needs a model client", ErrInvalid)
+	}
+	if cfg.Dial == nil {
+		return nil, fmt.Errorf("%w: orchestrator needs an executor dialer", ErrInvalid)
+	}
+	if cfg.Defaults.Executor == "" {
+		cfg.Defaults.Executor = cfg.DefaultExecutor
+	}
+	if cfg.AbortGrace <= 0 {
+		cfg.AbortGrace = DefaultAbortGrace
+	}
+	if cfg.EventBacklog <= 0 {
+		cfg.EventBacklog = defaultEventBacklog
+	}
+	if cfg.ClientName == "" {
+		cfg.ClientName = "toolwire-orchestrator"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg.Logger = log
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Orchestrator{cfg: cfg, log: log, ctx: ctx, cancel: cancel, sessions: map[string]*Session{}}, nil
+}
+
+// newSessionID returns a fresh random session id.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Create starts a session with id (empty picks one) and connects it to its
+// executor. The session's configuration is cfg with the orchestrator's
+// defaults filling its zero fields.
+func (o *Orchestrator) Create(ctx context.Context, id string, cfg SessionConfig) (*Session, error) {
+	if id == "" {
+		id = newSessionID()
+	}
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults(o.cfg.Defaults)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil, ErrClosed
+	}
+	if o.sessions[id] != nil {
+		return nil, fmt.Errorf("%w: %s", ErrExists, id)
+	}
+	created := time.Now().UTC()
+	if o.cfg.Store != nil {
+		if err := o.cfg.Store.create(id, cfg, created); err != nil {
+			return nil, err
+		}
+	}
+	s := newSession(o, id, cfg, created)
+	if _, _, err := s.connect(ctx); err != nil {
+		s.close()
+		if o.cfg.Store != nil {
+			_ = o.cfg.Store.remove(id)
+		}
+		return nil, err
+	}
+	o.sessions[id] = s
+	s.log.Info("session created", "executor", cfg.Executor, "model", s.model())
+	return s, nil
+}
+
+// Session returns the session with id: a live one, or one loaded from the
+// store (the conversation resumes where the transcript ends; calls it shows
+// without results get interrupted results).
+func (o *Orchestrator) Session(ctx context.Context, id string) (*Session, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil, ErrClosed
+	}
+	if s := o.sessions[id]; s != nil {
+		return s, nil
+	}
+	if o.cfg.Store == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	t, err := o.cfg.Store.load(id)
+	if err != nil {
+		return nil, err
+	}
+	s := newSession(o, id, t.config, t.created)
+	s.messages, s.nturns, s.usage = t.messages, t.turns, t.usage
+	s.restarted = true
+	if err := s.repair(); err != nil {
+		return nil, err
+	}
+	o.sessions[id] = s
+	s.log.Info("session resumed from transcript", "messages", len(s.messages), "turns", s.nturns)
+	return s, nil
+}
+
+// repair gives the tool_use blocks of a trailing assistant message, whose
+// results were never recorded, interrupted results, so the transcript is
+// valid to send again.
+func (s *Session) repair() error {
+	s.mu.Lock()
+	var uses []model.Block
+	if n := len(s.messages); n > 0 && s.messages[n-1].Role == model.RoleAssistant {
+		uses = s.messages[n-1].ToolUses()
+	}
+	s.mu.Unlock()
+	if len(uses) == 0 {
+		return nil
+	}
+	var blocks []model.Block
+	for _, u := range uses {
+		blocks = append(blocks, ToolResultBlock(syntheticResult(u.ID, u.Name, textRestarted, executorv1.Outcome_OUTCOME_INTERRUPTED)))
+	}
+	return s.addMessage(model.Message{Role: model.RoleUser, Content: blocks}, "")
+}
+
+// List describes every session, live or stored, newest first.
+func (o *Orchestrator) List(ctx context.Context) ([]Info, error) {
+	o.mu.Lock()
+	var infos []Info
+	seen := map[string]bool{}
+	for id, s := range o.sessions {
+		infos = append(infos, s.Info())
+		seen[id] = true
+	}
+	o.mu.Unlock()
+	if o.cfg.Store != nil {
+		ids, err := o.cfg.Store.list()
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			if seen[id] {
+				continue
+			}
+			t, err := o.cfg.Store.load(id)
+			if err != nil {
+				o.log.Warn("skip unreadable transcript", "session_id", id, "err", err)
+				continue
+			}
+			infos = append(infos, Info{
+				ID: id, Executor: t.config.Executor, Model: t.config.Model, CreatedAt: t.created,
+				Turns: t.turns, Usage: t.usage, MessageCount: len(t.messages),
+			})
+		}
+	}
+	slices.SortFunc(infos, func(a, b Info) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return infos, nil
+}
+
+// Delete ends a session (aborting its running calls) and removes its
+// transcript.
+func (o *Orchestrator) Delete(ctx context.Context, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	s := o.sessions[id]
+	delete(o.sessions, id)
+	o.mu.Unlock()
+	if s != nil {
+		s.close()
+	}
+	if o.cfg.Store == nil {
+		if s == nil {
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return nil
+	}
+	if s == nil {
+		if _, err := o.cfg.Store.load(id); err != nil {
+			return err
+		}
+	}
+	return o.cfg.Store.remove(id)
+}
+
+// Close interrupts every running turn and closes every session; transcripts
+// stay in the store.
+func (o *Orchestrator) Close() error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil
+	}
+	o.closed = true
+	all := make([]*Session, 0, len(o.sessions))
+	for _, s := range o.sessions {
+		all = append(all, s)
+	}
+	o.sessions = map[string]*Session{}
+	o.mu.Unlock()
+	o.cancel()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Go(s.close)
+	}
+	wg.Wait()
+	return nil
+}

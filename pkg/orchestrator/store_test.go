@@ -1,0 +1,181 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/model"
+)
+
+func userMsg(blocks ...model.Block) model.Message {
+	return model.Message{Role: model.RoleUser, Content: blocks}
+}
+
+func TestStoreRoundTrip(t *testing.T) {
+	st, err := OpenStore(filepath.Join(t.TempDir(), "sessions"), StoreOptions{Sync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := SessionConfig{
+		Model: "m", MaxTurns: 7, DisallowedTools: []string{"Write"},
+		Settings: &executorv1.Settings{Allow: []string{"Read"}, Mode: executorv1.PermissionMode_PERMISSION_MODE_PLAN},
+		Options:  &executorv1.SessionOptions{ResultOrder: executorv1.ResultOrder_RESULT_ORDER_COMPLETION},
+	}
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := st.create("s1", cfg, created); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.create("s1", cfg, created); !errors.Is(err, ErrExists) {
+		t.Fatalf("second create: %v, want ErrExists", err)
+	}
+	isErr := true
+	msgs := []model.Message{
+		userMsg(model.TextBlock("hi")),
+		{Role: model.RoleAssistant, Content: []model.Block{{Type: model.BlockToolUse, ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"false"}`)}}},
+		userMsg(model.ToolResultBlock("t1", []model.Block{model.TextBlock("Exit code 1")}, &isErr)),
+		userMsg(model.TextBlock("[Request interrupted by user]")),
+	}
+	for _, m := range msgs {
+		if err := st.append("s1", record{Type: recMessage, Time: time.Now(), Message: &m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.append("s1", record{Type: recTurn, Turn: &turnRecord{StopReason: StopInterrupted, Usage: model.Usage{InputTokens: 5, OutputTokens: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	st.release("s1")
+
+	tr, err := st.load("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.created.Equal(created) || tr.turns != 1 || tr.usage.InputTokens != 5 {
+		t.Fatalf("loaded header/turns: %+v", tr)
+	}
+	if !proto.Equal(tr.config.Settings, cfg.Settings) || !proto.Equal(tr.config.Options, cfg.Options) ||
+		tr.config.Model != "m" || tr.config.MaxTurns != 7 || !reflect.DeepEqual(tr.config.DisallowedTools, []string{"Write"}) {
+		t.Fatalf("config = %+v", tr.config)
+	}
+	// The two trailing user messages come back as one.
+	if len(tr.messages) != 3 {
+		t.Fatalf("%d messages, want 3: %+v", len(tr.messages), tr.messages)
+	}
+	last := tr.messages[2]
+	if len(last.Content) != 2 || last.Content[0].Type != model.BlockToolResult || *last.Content[0].IsError != true ||
+		last.Content[1].Text != "[Request interrupted by user]" {
+		t.Fatalf("merged message = %+v", last)
+	}
+}
+
+func TestStoreTornLastLine(t *testing.T) {
+	st, err := OpenStore(t.TempDir(), StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.create("s", SessionConfig{}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	m := userMsg(model.TextBlock("one"))
+	if err := st.append("s", record{Type: recMessage, Message: &m}); err != nil {
+		t.Fatal(err)
+	}
+	st.release("s")
+	f, err := os.OpenFile(st.path("s"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"type":"message","message":{"role":"assist`) // a crash mid-write
+	f.Close()
+
+	tr, err := st.load("s")
+	if err != nil {
+		t.Fatalf("load with a torn last line: %v", err)
+	}
+	if len(tr.messages) != 1 {
+		t.Fatalf("messages = %+v", tr.messages)
+	}
+	// Appending after the repair yields a valid file.
+	m2 := model.Message{Role: model.RoleAssistant, Content: []model.Block{model.TextBlock("two")}}
+	if err := st.append("s", record{Type: recMessage, Message: &m2}); err != nil {
+		t.Fatal(err)
+	}
+	st.release("s")
+	tr, err = st.load("s")
+	if err != nil || len(tr.messages) != 2 || tr.messages[1].Text() != "two" {
+		t.Fatalf("after repair: %v %+v", err, tr)
+	}
+}
+
+func TestStoreRejectsCorruptMiddle(t *testing.T) {
+	st, err := OpenStore(t.TempDir(), StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	content := `{"type":"session","time":"2026-01-01T00:00:00Z","id":"s"}` + "\n" + "not json\n" + `{"type":"turn"}` + "\n"
+	if err := os.WriteFile(st.path("s"), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.load("s")
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("load = %v, want an error naming line 2", err)
+	}
+}
+
+func TestCheckID(t *testing.T) {
+	for id, ok := range map[string]bool{
+		"abc": true, "a.b-c_d": true, "0123": true,
+		"": false, "../x": false, ".hidden": false, "a/b": false, "a b": false, strings.Repeat("a", 129): false,
+	} {
+		if err := checkID(id); (err == nil) != ok {
+			t.Errorf("checkID(%q) = %v, want ok=%v", id, err, ok)
+		}
+	}
+}
+
+func TestStoreListAndRemove(t *testing.T) {
+	st, err := OpenStore(t.TempDir(), StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, id := range []string{"a", "b"} {
+		if err := st.create(id, SessionConfig{}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(st.Dir(), "notes.txt"), nil, 0o600)
+	ids, err := st.list()
+	if err != nil || !reflect.DeepEqual(ids, []string{"a", "b"}) {
+		t.Fatalf("list = %v, %v", ids, err)
+	}
+	if err := st.remove("a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.load("a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("load removed: %v", err)
+	}
+}
+
+func TestDefaultStoreDir(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", "/state")
+	if d, _ := DefaultStoreDir(); d != "/state/toolwire/sessions" {
+		t.Fatalf("with XDG_STATE_HOME: %s", d)
+	}
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", "/home/u")
+	if d, _ := DefaultStoreDir(); d != "/home/u/.local/state/toolwire/sessions" {
+		t.Fatalf("without XDG_STATE_HOME: %s", d)
+	}
+}

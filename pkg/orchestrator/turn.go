@@ -1,0 +1,265 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/model"
+)
+
+// turn runs the query loop for one user message: stream a response, hand
+// each tool_use to the executor the moment it is complete, send every
+// result back in one user message, and ask again until the model ends its
+// turn, the max-turns guard trips, an error ends it or the client
+// interrupts. Whatever happens, every tool_use of the transcript gets a
+// tool_result.
+func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
+	start := time.Now()
+	res = &TurnResult{}
+	defer func() {
+		res.Duration = time.Since(start)
+		s.finishTurn(res)
+	}()
+	fail := func(kind string, err error) *TurnResult {
+		s.publishError(kind, err, false)
+		res.StopReason, res.Err = StopError, err
+		return res
+	}
+
+	var first []model.Block
+	if notes := s.takeNotes(); len(notes) > 0 {
+		first = append(first, notesBlock(notes))
+	}
+	first = append(first, model.TextBlock(text))
+	if err := s.addMessage(model.Message{Role: model.RoleUser, Content: first}, ""); err != nil {
+		return fail("persistence", err)
+	}
+
+	maxTurns := s.cfg.MaxTurns
+	if maxTurns <= 0 {
+		maxTurns = DefaultMaxTurns
+	}
+	for {
+		if ctx.Err() != nil {
+			s.interrupted(nil)
+			res.StopReason = StopInterrupted
+			return res
+		}
+		if res.Requests >= maxTurns {
+			err := fmt.Errorf("reached the limit of %d model requests in one turn", maxTurns)
+			s.publishError("max_turns", err, false)
+			res.StopReason, res.Err = StopMaxTurns, err
+			return res
+		}
+		l, tools, err := s.connect(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				continue
+			}
+			return fail("executor_unavailable", err)
+		}
+
+		resp, cs, streamErr := s.request(ctx, l, tools)
+		res.Requests++
+		if resp != nil {
+			res.Usage = res.Usage.Add(resp.Usage)
+			if msg := resp.Message(); len(msg.Content) > 0 {
+				if t := msg.Text(); t != "" {
+					res.Text = t
+				}
+				if err := s.addMessage(msg, resp.ID); err != nil {
+					// The calls already run; their results must still be
+					// collected before the turn can end.
+					s.publishError("persistence", err, false)
+				}
+			}
+		}
+		interrupted := ctx.Err() != nil
+		if streamErr != nil && !interrupted {
+			kind := "api_error"
+			if errors.Is(streamErr, model.ErrStreamCut) {
+				kind = "stream_cut"
+			}
+			if cs.count() == 0 {
+				return fail(kind, streamErr)
+			}
+			// Keep the complete tool_use blocks: they run once, their results
+			// go back, and the model carries on from there.
+			s.publishError(kind, streamErr, true)
+		}
+
+		var results []model.Block
+		if cs.count() > 0 {
+			var stopped bool
+			results, stopped = s.collect(ctx, l, cs)
+			interrupted = interrupted || stopped
+		}
+		if interrupted {
+			s.interrupted(results)
+			res.StopReason = StopInterrupted
+			return res
+		}
+
+		stop := model.StopReason("")
+		if resp != nil {
+			stop = resp.StopReason
+		}
+		var next []model.Block
+		switch {
+		case len(results) > 0:
+			next = results
+			if stop == model.StopMaxTokens {
+				next = append(next, model.TextBlock(textContinue))
+			}
+		case stop == model.StopMaxTokens:
+			next = []model.Block{model.TextBlock(textContinue)}
+		}
+		notes := s.takeNotes()
+		if len(notes) > 0 && (next != nil || stop == model.StopEndTurn) {
+			// The model hears of finished background tasks with the next
+			// request, or in a request of their own if it was done.
+			next = append(next, notesBlock(notes))
+		} else if len(notes) > 0 {
+			s.mu.Lock()
+			s.notes = append(notes, s.notes...)
+			s.mu.Unlock()
+		}
+		if next != nil {
+			if err := s.addMessage(model.Message{Role: model.RoleUser, Content: next}, ""); err != nil {
+				return fail("persistence", err)
+			}
+			continue
+		}
+		switch stop {
+		case model.StopStopSequence:
+			res.StopReason = StopStopSequence
+		case model.StopRefusal:
+			res.StopReason = StopRefusal
+		default:
+			res.StopReason = StopEndTurn
+		}
+		return res
+	}
+}
+
+// request streams one model response. Each tool_use is announced and sent
+// to the executor as soon as its block is complete.
+func (s *Session) request(ctx context.Context, l *link, tools []model.Tool) (*model.Response, *callSet, error) {
+	cs := newCallSet()
+	s.mu.Lock()
+	s.calls = cs
+	s.mu.Unlock()
+
+	req := model.Request{
+		Model:          s.cfg.Model,
+		MaxTokens:      s.cfg.MaxTokens,
+		ThinkingBudget: s.cfg.ThinkingBudget,
+		System:         s.systemPrompt(),
+		Tools:          tools,
+		Messages:       s.snapshot(),
+	}
+	var msgID string
+	resp, err := s.o.cfg.Model.Stream(ctx, req, func(ev model.Event) {
+		switch ev.Kind {
+		case model.EventMessageStart:
+			msgID = ev.MessageID
+		case model.EventTextDelta:
+			s.publish(Event{Kind: EventText, MessageID: msgID, Text: ev.Text})
+		case model.EventRetry:
+			s.publish(Event{Kind: EventRetry, Retry: ev.Retry})
+		case model.EventBlockComplete:
+			if ev.Block.Type != model.BlockToolUse {
+				return
+			}
+			b := ev.Block
+			cs.add(b.ID, b.Name)
+			s.publish(Event{Kind: EventToolUse, MessageID: msgID, ToolUse: &ToolUse{ID: b.ID, Name: b.Name, InputJSON: ev.RawInput}})
+			err := l.submit(&executorv1.ToolUse{Id: b.ID, Name: b.Name, InputJson: ev.RawInput, AssistantMessageId: msgID})
+			if err != nil {
+				r := syntheticResult(b.ID, b.Name, fmt.Sprintf(textLostExecutor, err), executorv1.Outcome_OUTCOME_INTERNAL_ERROR)
+				if cs.deliver(r) {
+					s.publish(Event{Kind: EventToolResult, Result: r})
+				}
+			}
+		}
+	})
+	return resp, cs, err
+}
+
+// collect waits for the result of every call in cs and returns the
+// tool_result blocks in the order the results arrived. When ctx ends
+// (interrupt) it aborts every call and waits a grace period for the
+// executor's results; calls that still have none, or whose executor is
+// gone, get a result written here. stopped reports an interrupt.
+func (s *Session) collect(ctx context.Context, l *link, cs *callSet) (blocks []model.Block, stopped bool) {
+	defer func() {
+		s.mu.Lock()
+		if s.calls == cs {
+			s.calls = nil
+		}
+		s.mu.Unlock()
+	}()
+	err := cs.waitAll(ctx, l.done)
+	text := ""
+	outcome := executorv1.Outcome_OUTCOME_INTERRUPTED
+	switch {
+	case err == nil:
+	case errors.Is(err, errLinkLost):
+		text = fmt.Sprintf(textLostExecutor, l.err)
+		s.publishError("executor_unavailable", fmt.Errorf("%w: %w", ErrExecutorUnavailable, l.err), true)
+	default:
+		stopped = true
+		text = textInterrupted
+		if abortErr := l.abortAll(executorv1.AbortReason_ABORT_REASON_USER_INTERRUPTED, err.Error()); abortErr == nil {
+			grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.cfg.AbortGrace)
+			_ = cs.waitAll(grace, l.done)
+			cancel()
+		}
+	}
+	for _, r := range cs.arrived() {
+		blocks = append(blocks, ToolResultBlock(r))
+	}
+	if text != "" {
+		for _, m := range cs.missing() {
+			r := syntheticResult(m[0], m[1], text, outcome)
+			if cs.deliver(r) {
+				s.publish(Event{Kind: EventToolResult, Result: r})
+				blocks = append(blocks, ToolResultBlock(r))
+			}
+		}
+	}
+	return blocks, stopped
+}
+
+// interrupted records the end of an interrupted turn: the results of its
+// calls and a note for the model that the user stopped it.
+func (s *Session) interrupted(results []model.Block) {
+	content := append(results, model.TextBlock(textRequestInterrupted))
+	if err := s.addMessage(model.Message{Role: model.RoleUser, Content: content}, ""); err != nil {
+		s.publishError("persistence", err, false)
+	}
+}
+
+// finishTurn records a finished turn and tells clients.
+func (s *Session) finishTurn(res *TurnResult) {
+	s.mu.Lock()
+	s.busy = false
+	if s.stopTurn != nil {
+		s.stopTurn(nil)
+		s.stopTurn = nil
+	}
+	s.calls = nil
+	s.nturns++
+	s.usage = s.usage.Add(res.Usage)
+	s.mu.Unlock()
+	if st := s.o.cfg.Store; st != nil {
+		rec := record{Type: recTurn, Time: time.Now(), Turn: &turnRecord{StopReason: res.StopReason, Usage: res.Usage, Requests: res.Requests}}
+		if err := st.append(s.id, rec); err != nil {
+			s.publishError("persistence", err, false)
+		}
+	}
+	s.publish(Event{Kind: EventTurnComplete, Turn: res})
+}

@@ -1,0 +1,156 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+)
+
+func TestEventLogOrderAndBacklog(t *testing.T) {
+	l := newEventLog(4)
+	for i := 0; i < 3; i++ {
+		l.publish(Event{Kind: EventText, Text: string(rune('a' + i))})
+	}
+	sub := &Subscription{log: l, after: 1}
+	ctx := context.Background()
+	for _, want := range []string{"b", "c"} {
+		ev, err := sub.Next(ctx)
+		if err != nil || ev.Text != want {
+			t.Fatalf("Next = %+v, %v; want %q", ev, err, want)
+		}
+	}
+	// A reader waiting for the next event is woken by publish.
+	got := make(chan Event, 1)
+	go func() {
+		ev, _ := sub.Next(ctx)
+		got <- ev
+	}()
+	l.publish(Event{Kind: EventText, Text: "d"})
+	if ev := <-got; ev.Seq != 4 || ev.Text != "d" {
+		t.Fatalf("woken with %+v", ev)
+	}
+	// A reader that fell behind the backlog skips to the oldest held event.
+	for i := 0; i < 6; i++ {
+		l.publish(Event{Kind: EventText})
+	}
+	late := &Subscription{log: l, after: 0}
+	ev, err := late.Next(ctx)
+	if err != nil || ev.Seq != 7 {
+		t.Fatalf("late reader got seq %d (%v), want 7 (oldest of 4 held of 10)", ev.Seq, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	sub2 := &Subscription{log: l, after: l.last()}
+	if _, err := sub2.Next(cctx); err == nil {
+		t.Fatal("Next returned without an event")
+	}
+}
+
+func TestToolPool(t *testing.T) {
+	defs := []*executorv1.ToolDefinition{
+		{Name: "mcp__b__x", InputSchemaJson: `{"type":"object"}`},
+		{Name: "Write"}, {Name: "Bash"}, {Name: "mcp__a__y"}, {Name: "Read"}, {Name: "Glob"},
+	}
+	names := func(allowed, disallowed []string) []string {
+		var out []string
+		for _, t := range toolPool(defs, allowed, disallowed) {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	tests := []struct {
+		name                string
+		allowed, disallowed []string
+		want                []string
+	}{
+		{"all, built-ins first", nil, nil, []string{"Bash", "Glob", "Read", "Write", "mcp__a__y", "mcp__b__x"}},
+		{"disallowed removed", nil, []string{"Write", "Bash(rm:*)"}, []string{"Bash", "Glob", "Read", "mcp__a__y", "mcp__b__x"}},
+		{"allowed only", []string{"Read", "Glob", "mcp__b__x"}, nil, []string{"Glob", "Read", "mcp__b__x"}},
+		{"rules with specifiers do not filter", []string{"Bash(git:*)"}, nil, []string{"Bash", "Glob", "Read", "Write", "mcp__a__y", "mcp__b__x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := names(tt.allowed, tt.disallowed); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("pool = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestToolResultBlock(t *testing.T) {
+	text := func(s string) *executorv1.ContentBlock {
+		return &executorv1.ContentBlock{Block: &executorv1.ContentBlock_Text{Text: &executorv1.TextBlock{Text: s}}}
+	}
+	img := &executorv1.ContentBlock{Block: &executorv1.ContentBlock_Image{Image: &executorv1.ImageBlock{MediaType: "image/png", DataBase64: "AAAA"}}}
+	f, tr := false, true
+	tests := []struct {
+		name string
+		r    *executorv1.Result
+		want string
+	}{
+		{"text, is_error unset", &executorv1.Result{ToolUseId: "a", Content: []*executorv1.ContentBlock{text("1\tx")}},
+			`{"type":"tool_result","tool_use_id":"a","content":"1\tx"}`},
+		{"bash success states is_error false", &executorv1.Result{ToolUseId: "b", Content: []*executorv1.ContentBlock{text("ok")}, IsError: &f},
+			`{"type":"tool_result","tool_use_id":"b","content":"ok","is_error":false}`},
+		{"error", &executorv1.Result{ToolUseId: "c", Content: []*executorv1.ContentBlock{text("<tool_use_error>no</tool_use_error>")}, IsError: &tr},
+			`{"type":"tool_result","tool_use_id":"c","content":"<tool_use_error>no</tool_use_error>","is_error":true}`},
+		{"image as a list", &executorv1.Result{ToolUseId: "d", Content: []*executorv1.ContentBlock{img}},
+			`{"type":"tool_result","tool_use_id":"d","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]}`},
+		{"two texts as a list", &executorv1.Result{ToolUseId: "e", Content: []*executorv1.ContentBlock{text("a"), text("b")}},
+			`{"type":"tool_result","tool_use_id":"e","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := json.Marshal(ToolResultBlock(tt.r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g, w any
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(tt.want), &w); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(g, w) {
+				t.Fatalf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNotificationText(t *testing.T) {
+	code := int32(5)
+	got := notificationText(&executorv1.TaskNotification{
+		TaskId: "b1", ToolUseId: "toolu_1", OutputPath: "/tmp/o", Status: "failed", ExitCode: &code,
+		Summary: `Background command "x" failed with exit code 5`,
+	})
+	want := "<task-notification>\n<task-id>b1</task-id>\n<tool-use-id>toolu_1</tool-use-id>\n<output-file>/tmp/o</output-file>\n" +
+		"<status>failed</status>\n<summary>Background command \"x\" failed with exit code 5</summary>\n</task-notification>"
+	if got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestNoServerDependencies keeps the loop free of gRPC server code: the
+// gRPC edge (pkg/orchgrpc) depends on it, never the other way round.
+func TestNoServerDependencies(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		switch {
+		case strings.HasSuffix(dep, "/pkg/orchgrpc"), strings.HasSuffix(dep, "/pkg/execgrpc"),
+			strings.HasSuffix(dep, "/pkg/rpcserver"), strings.HasSuffix(dep, "/pkg/embedded"),
+			dep == "google.golang.org/grpc/reflection", dep == "google.golang.org/grpc/health":
+			t.Errorf("pkg/orchestrator depends on %s", dep)
+		}
+	}
+}

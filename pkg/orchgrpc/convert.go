@@ -1,0 +1,106 @@
+package orchgrpc
+
+import (
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	orchestratorv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
+	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator"
+)
+
+// configFromProto converts a client's session configuration.
+func configFromProto(c *orchestratorv1.SessionConfig) orchestrator.SessionConfig {
+	if c == nil {
+		return orchestrator.SessionConfig{}
+	}
+	cfg := orchestrator.SessionConfig{
+		Executor:        c.GetExecutor(),
+		Model:           c.GetModel(),
+		SystemPrompt:    c.GetSystemPrompt(),
+		MaxTokens:       int(c.GetMaxTokens()),
+		MaxTurns:        int(c.GetMaxTurns()),
+		AllowedTools:    c.GetAllowedTools(),
+		DisallowedTools: c.GetDisallowedTools(),
+		Workspace:       c.GetWorkspace(),
+		ThinkingBudget:  int(c.GetThinkingBudgetTokens()),
+	}
+	if c.GetSettings() != nil {
+		cfg.Settings = proto.Clone(c.GetSettings()).(*executorv1.Settings)
+	}
+	if c.GetOptions() != nil {
+		cfg.Options = proto.Clone(c.GetOptions()).(*executorv1.SessionOptions)
+	}
+	return cfg
+}
+
+func usageToProto(u model.Usage) *orchestratorv1.Usage {
+	return &orchestratorv1.Usage{
+		InputTokens:              uint64(u.InputTokens),
+		OutputTokens:             uint64(u.OutputTokens),
+		CacheReadInputTokens:     uint64(u.CacheReadInputTokens),
+		CacheCreationInputTokens: uint64(u.CacheCreationInputTokens),
+	}
+}
+
+func sessionToProto(i orchestrator.Info) *orchestratorv1.Session {
+	return &orchestratorv1.Session{
+		Id:           i.ID,
+		Executor:     i.Executor,
+		Model:        i.Model,
+		CreatedAt:    timestamppb.New(i.CreatedAt),
+		Turns:        uint32(i.Turns),
+		Usage:        usageToProto(i.Usage),
+		MessageCount: uint32(i.MessageCount),
+		Busy:         i.Busy,
+	}
+}
+
+var stopReasons = map[orchestrator.StopReason]orchestratorv1.StopReason{
+	orchestrator.StopEndTurn:      orchestratorv1.StopReason_STOP_REASON_END_TURN,
+	orchestrator.StopMaxTurns:     orchestratorv1.StopReason_STOP_REASON_MAX_TURNS,
+	orchestrator.StopInterrupted:  orchestratorv1.StopReason_STOP_REASON_INTERRUPTED,
+	orchestrator.StopError:        orchestratorv1.StopReason_STOP_REASON_ERROR,
+	orchestrator.StopStopSequence: orchestratorv1.StopReason_STOP_REASON_STOP_SEQUENCE,
+	orchestrator.StopRefusal:      orchestratorv1.StopReason_STOP_REASON_REFUSAL,
+}
+
+// eventToProto converts a session event; events the API does not carry
+// (call started, transcript messages, task notifications) give nil.
+func eventToProto(ev orchestrator.Event) *orchestratorv1.ConverseResponse {
+	r := &orchestratorv1.ConverseResponse{Sequence: ev.Seq}
+	switch ev.Kind {
+	case orchestrator.EventText:
+		r.Event = &orchestratorv1.ConverseResponse_TextDelta{TextDelta: &orchestratorv1.TextDelta{MessageId: ev.MessageID, Text: ev.Text}}
+	case orchestrator.EventToolUse:
+		r.Event = &orchestratorv1.ConverseResponse_ToolUse{ToolUse: &orchestratorv1.ToolUseAnnounced{
+			MessageId: ev.MessageID, Id: ev.ToolUse.ID, Name: ev.ToolUse.Name, InputJson: ev.ToolUse.InputJSON,
+		}}
+	case orchestrator.EventProgress:
+		r.Event = &orchestratorv1.ConverseResponse_ToolProgress{ToolProgress: ev.Progress}
+	case orchestrator.EventToolResult:
+		r.Event = &orchestratorv1.ConverseResponse_ToolResult{ToolResult: ev.Result}
+	case orchestrator.EventPermissionRequest:
+		r.Event = &orchestratorv1.ConverseResponse_PermissionRequest{PermissionRequest: ev.Permission}
+	case orchestrator.EventRetry:
+		r.Event = &orchestratorv1.ConverseResponse_Retry{Retry: &orchestratorv1.Retry{
+			Attempt: uint32(ev.Retry.Attempt), MaxAttempts: uint32(ev.Retry.MaxRetries),
+			Delay: durationpb.New(ev.Retry.Delay), Reason: ev.Retry.Err.Error(),
+		}}
+	case orchestrator.EventError:
+		r.Event = &orchestratorv1.ConverseResponse_Error{Error: &orchestratorv1.Error{
+			Kind: ev.Error.Kind, Message: ev.Error.Message, Recoverable: ev.Error.Recoverable,
+		}}
+	case orchestrator.EventTurnComplete:
+		t := ev.Turn
+		r.Event = &orchestratorv1.ConverseResponse_TurnComplete{TurnComplete: &orchestratorv1.TurnComplete{
+			StopReason: stopReasons[t.StopReason], Usage: usageToProto(t.Usage), Requests: uint32(t.Requests),
+			Text: t.Text, Duration: durationpb.New(t.Duration),
+		}}
+	default:
+		return nil
+	}
+	return r
+}

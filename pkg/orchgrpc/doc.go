@@ -1,0 +1,7 @@
+// Package orchgrpc is the gRPC edge of the orchestrator: it serves
+// OrchestratorService over an orchestrator.Orchestrator, converting between
+// the wire messages and the orchestrator's own types, and maps errors to
+// status codes in exactly one place (toStatus).
+//
+// It holds no conversation logic; that lives in pkg/orchestrator.
+package orchgrpc
