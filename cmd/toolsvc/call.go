@@ -17,8 +17,11 @@ import (
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/execgrpc"
+	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/settings"
+	"github.com/toolwire/toolwire/pkg/settings/settingspb"
 )
 
 func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -30,6 +33,8 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	sessionID := fs.String("session", "", "session id (default: chosen by the executor)")
 	workspace := fs.String("workspace", "", "session workspace, relative to the executor's root")
 	completion := fs.Bool("completion-order", false, "print results in completion order instead of tool_use order")
+	mode := fs.String("permission-mode", "bypassPermissions", "session permission mode: default, acceptEdits, plan or bypassPermissions (operator rules of the executor still apply)")
+	askAnswer := fs.String("ask", "deny", `answer to permission requests: "allow" (once) or "deny"`)
 	config := executorFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: toolsvc call (--addr ADDR | --embedded) [flags] < tool_uses.json
@@ -64,7 +69,11 @@ Flags:
 		if err := sandbox.BecomeSubreaper(); err != nil {
 			return fmt.Errorf("become child subreaper: %w", err)
 		}
-		ex, err := embedded.Start(ctx, config())
+		cfg, err := config()
+		if err != nil {
+			return err
+		}
+		ex, err := embedded.Start(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -84,10 +93,24 @@ Flags:
 	if *completion {
 		order = executorv1.ResultOrder_RESULT_ORDER_COMPLETION
 	}
-	results, err := runCalls(ctx, client, &executorv1.Open{
+	pmode, err := permission.ParseMode(*mode)
+	if err != nil {
+		return fmt.Errorf("--permission-mode: %w", err)
+	}
+	answer := executorv1.PermissionBehavior_PERMISSION_BEHAVIOR_DENY
+	switch *askAnswer {
+	case "allow":
+		answer = executorv1.PermissionBehavior_PERMISSION_BEHAVIOR_ALLOW_ONCE
+	case "deny":
+	default:
+		return fmt.Errorf(`--ask must be "allow" or "deny", not %q`, *askAnswer)
+	}
+	open := &executorv1.Open{
 		SessionId: *sessionID, Workspace: *workspace, ClientName: "toolsvc call", ClientVersion: version,
-		Options: &executorv1.SessionOptions{ResultOrder: order},
-	}, uses, progressWriter(*progress, stderr))
+		Options:  &executorv1.SessionOptions{ResultOrder: order},
+		Settings: settingspb.ToProto(settings.Settings{Permissions: settings.Permissions{DefaultMode: pmode}}),
+	}
+	results, err := runCalls(ctx, client, open, uses, answer, progressWriter(*progress, stderr))
 	if err != nil {
 		return err
 	}
@@ -117,7 +140,8 @@ func progressWriter(enabled bool, w io.Writer) func(*executorv1.ExecuteResponse)
 
 // runCalls opens a session, sends every tool use, half-closes, and collects
 // one Result per distinct tool_use id in the order they arrive.
-func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open *executorv1.Open, uses []*executorv1.ToolUse, onEvent func(*executorv1.ExecuteResponse)) ([]*executorv1.Result, error) {
+func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open *executorv1.Open, uses []*executorv1.ToolUse,
+	answer executorv1.PermissionBehavior, onEvent func(*executorv1.ExecuteResponse)) ([]*executorv1.Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := client.Execute(ctx)
@@ -132,8 +156,12 @@ func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open
 			return nil, fmt.Errorf("send tool_use %s: %w", u.GetId(), err)
 		}
 	}
-	if err := stream.CloseSend(); err != nil {
-		return nil, fmt.Errorf("close send: %w", err)
+	// The send side stays open until every result is in: permission
+	// requests are answered on it.
+	closeSend := func() {
+		if err := stream.CloseSend(); err != nil {
+			cancel()
+		}
 	}
 	want := make(map[string]bool, len(uses))
 	for _, u := range uses {
@@ -152,8 +180,18 @@ func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open
 			if want[r.GetToolUseId()] {
 				delete(want, r.GetToolUseId())
 				results = append(results, r)
+				if len(want) == 0 {
+					closeSend()
+				}
 			}
 			continue
+		}
+		if q := ev.GetPermissionRequest(); q != nil {
+			err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_PermissionDecision{PermissionDecision: &executorv1.PermissionDecision{
+				ToolUseId: q.GetToolUseId(), Behavior: answer, Message: "toolsvc call was run with --ask=deny"}}})
+			if err != nil {
+				return results, fmt.Errorf("answer permission request: %w", err)
+			}
 		}
 		if onEvent != nil {
 			onEvent(ev)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/settings"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
@@ -20,7 +21,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // executorFlags registers the flags that configure an executor, shared by
 // serve and call --embedded, and returns a function that builds the config.
-func executorFlags(fs *flag.FlagSet) func() execsvc.Config {
+func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 	var (
 		root         = fs.String("root", ".", "workspace root: sessions work here or in directories under it")
 		sessionDirs  = fs.Bool("session-dirs", false, "give each session without a workspace its own directory under --root")
@@ -33,7 +34,8 @@ func executorFlags(fs *flag.FlagSet) func() execsvc.Config {
 		permTimeout  = fs.Duration("permission-timeout", 5*time.Minute, "how long a call waits for a permission decision before it is denied")
 		backend      = fs.String("sandbox", "landlock", `process confinement: "landlock" or "none" (no confinement; only when you mean it)`)
 		network      = fs.String("network", "none", `network of tool processes: "none" (loopback only) or "host"`)
-		runAs        = fs.String("run-as", "", "user tool processes run as when toolsvc runs as root (default nobody)")
+		runAs        = fs.String("run-as", "", "user tool processes run as when toolsvc runs as root (default: the workspace owner, or nobody)")
+		settingsFile = fs.String("settings", "", "operator settings file (Claude Code settings.json shape): permission rules, mode and hooks every session gets and cannot loosen")
 		readOnly     listFlag
 		readWrite    listFlag
 		deny         listFlag
@@ -43,8 +45,16 @@ func executorFlags(fs *flag.FlagSet) func() execsvc.Config {
 	fs.Var(&readWrite, "rw", "extra directory every session may read and write (repeatable)")
 	fs.Var(&deny, "deny", "path pattern file tools refuse, e.g. '**/*.key' (repeatable; replaces the defaults)")
 	fs.Var(&sysReadPaths, "sandbox-read", "extra directory sandboxed processes may read, besides the system directories (repeatable)")
-	return func() execsvc.Config {
+	return func() (execsvc.Config, error) {
+		var operator settings.Settings
+		if *settingsFile != "" {
+			var err error
+			if operator, err = settings.LoadSettings(*settingsFile); err != nil {
+				return execsvc.Config{}, err
+			}
+		}
 		cfg := execsvc.Config{
+			Operator:    operator,
 			Root:        *root,
 			SessionDirs: *sessionDirs,
 			ReadOnly:    readOnly,
@@ -69,7 +79,7 @@ func executorFlags(fs *flag.FlagSet) func() execsvc.Config {
 		if len(deny) > 0 {
 			cfg.Deny = deny
 		}
-		return cfg
+		return cfg, nil
 	}
 }
 

@@ -206,3 +206,51 @@ func TestServeUnixSocketAndSIGTERM(t *testing.T) {
 		t.Fatal("toolsvc did not stop after SIGTERM")
 	}
 }
+
+func TestCallPermissionModes(t *testing.T) {
+	root := sandboxtest.Dir(t)
+	write := `{"type":"tool_use","id":"w","name":"Write","input":{"file_path":"f.txt","content":"x"}}`
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		content string
+	}{
+		{"plan mode refuses writes", []string{"--permission-mode", "plan"}, "Plan mode is on"},
+		{"default mode asks and --ask=deny refuses", []string{"--permission-mode", "default"}, "The user denied permission to use Write."},
+		{"default mode asks and --ask=allow runs", []string{"--permission-mode", "default", "--ask", "allow"}, "File created successfully at: f.txt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := runCall(t, write, append([]string{"--embedded", "--root", root}, tc.args...)...)
+			content, _ := rs[0].Content.(string)
+			if len(rs) != 1 || !strings.Contains(content, tc.content) {
+				t.Fatalf("got %+v, want content containing %q", rs, tc.content)
+			}
+		})
+	}
+}
+
+func TestServeOperatorSettingsCannotBeLoosened(t *testing.T) {
+	root := sandboxtest.Dir(t)
+	settingsFile := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(settingsFile, []byte(`{"permissions":{"deny":["Bash(rm:*)"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := startServe(t, root, "--settings", settingsFile)
+	in := `{"type":"tool_use","id":"rm","name":"Bash","input":{"command":"touch keep && bash -c 'rm keep'"}}`
+	rs := runCall(t, in, "--addr", addr, "--permission-mode", "bypassPermissions")
+	content, _ := rs[0].Content.(string)
+	if rs[0].IsError == nil || !*rs[0].IsError || !strings.Contains(content, "Bash(rm:*)") {
+		t.Fatalf("operator deny rule did not hold in bypass mode: %+v", rs)
+	}
+}
+
+func TestServeRejectsMalformedSettings(t *testing.T) {
+	settingsFile := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(settingsFile, []byte("{\n  \"permissions\": {\"allow\": [\"Bash(\"]}\n}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(toolsvcBin, "serve", "--listen", "127.0.0.1:0", "--root", t.TempDir(), "--settings", settingsFile).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), settingsFile+":2:") {
+		t.Fatalf("toolsvc accepted a malformed settings file or did not say where: %v\n%s", err, out)
+	}
+}

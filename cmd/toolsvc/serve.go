@@ -33,7 +33,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := config()
+	cfg, err := config()
+	if err != nil {
+		return err
+	}
 	cfg.Logger = log
 	if err := sandbox.BecomeSubreaper(); err != nil {
 		return fmt.Errorf("become child subreaper: %w", err)

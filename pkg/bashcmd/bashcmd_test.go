@@ -175,6 +175,31 @@ func TestCommandsParseError(t *testing.T) {
 	}
 }
 
+func TestEffects(t *testing.T) {
+	tests := map[string][]Effect{
+		`ls -la`:                      nil,
+		`ls 2>&1 >/dev/null <in`:      nil,
+		"cat <<E\nx\nE":               nil,
+		`echo x > f`:                  {EffectRedirect},
+		`echo x >> f; y=1`:            {EffectRedirect, EffectVariable},
+		`git() { rm -rf /; }; git st`: {EffectFunction},
+		`export PATH=/x`:              {EffectVariable},
+		`echo $((i++)) ${x:=1}`:       {EffectVariable},
+		`sleep 9 &`:                   {EffectBackground},
+		`bash -c 'ls > f'`:            {EffectRedirect},
+		`x=1 ls`:                      nil, // an assignment to one command only
+	}
+	for line, want := range tests {
+		s, err := Parse(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(s.Effects, want) {
+			t.Errorf("%q: effects %v, want %v", line, s.Effects, want)
+		}
+	}
+}
+
 func TestReadOnly(t *testing.T) {
 	readOnly := []string{
 		`ls -la`, `cat a b | grep -n x | head -5`, `echo hi`, `sleep 5; echo done`, `sleep 5`,
@@ -317,4 +342,13 @@ func FuzzCommands(f *testing.F) {
 			}
 		}
 	})
+}
+
+func BenchmarkReadOnly(b *testing.B) {
+	line := `git log --oneline -20 | grep -i fix | head -5 && ls -la src 2>/dev/null`
+	for b.Loop() {
+		if !ReadOnly(line) {
+			b.Fatal("not read-only")
+		}
+	}
 }

@@ -3,6 +3,7 @@ package bashcmd
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -62,33 +63,53 @@ func joinWords(ws []Word) string {
 // maxDepth bounds how deep nested shell scripts are followed.
 const maxDepth = 8
 
-// Commands parses line as Bash and returns every simple command in it, in
-// the order they appear, with wrappers looked through. It fails only when
-// line is not valid Bash.
-func Commands(line string) ([]Command, error) {
-	a, err := analyze(line)
-	if err != nil {
-		return nil, err
-	}
-	return a.cmds, nil
+// Effect is something a command line does besides running its commands.
+type Effect string
+
+// The effects a command line can have.
+const (
+	// EffectRedirect: output goes to a file (anything but /dev/null or a
+	// file descriptor), or a file is opened for writing.
+	EffectRedirect Effect = "redirects output to a file"
+	// EffectVariable: shell variables are set, by assignment, declaration,
+	// arithmetic or a ${x:=y} expansion. Later commands of the line may
+	// behave differently (PATH, IFS, …).
+	EffectVariable Effect = "sets shell variables"
+	// EffectFunction: a function is defined; it may shadow a program name.
+	EffectFunction Effect = "defines a function"
+	// EffectBackground: a job or coprocess keeps running in the background.
+	EffectBackground Effect = "starts a background job"
+)
+
+// Script is what a command line does.
+type Script struct {
+	// Commands are the simple commands, in order of appearance.
+	Commands []Command
+	// Effects are the line's other effects, each listed once.
+	Effects []Effect
 }
 
-// analysis is what one pass over a command line found.
-type analysis struct {
-	cmds []Command
-	// writes says why the line is not read-only in its structure
-	// (redirections, assignments, background jobs, …); empty if nothing.
-	writes string
-}
-
-func analyze(line string) (*analysis, error) {
+// Parse parses line as Bash and returns its commands and effects. It fails
+// only when line is not valid Bash.
+func Parse(line string) (*Script, error) {
 	f, err := parse(line)
 	if err != nil {
 		return nil, err
 	}
-	a := &analysis{}
-	a.walk(f, resolver{src: line}, frame{}, 0)
-	return a, nil
+	s := &Script{}
+	s.walk(f, resolver{src: line}, frame{}, 0)
+	return s, nil
+}
+
+// Commands parses line as Bash and returns every simple command in it, in
+// the order they appear, with wrappers looked through. It fails only when
+// line is not valid Bash.
+func Commands(line string) ([]Command, error) {
+	s, err := Parse(line)
+	if err != nil {
+		return nil, err
+	}
+	return s.Commands, nil
 }
 
 func parse(src string) (*syntax.File, error) {
@@ -106,52 +127,53 @@ type frame struct {
 	privileged bool
 }
 
-func (a *analysis) notReadOnly(why string) {
-	if a.writes == "" {
-		a.writes = why
+// effect records e once.
+func (s *Script) effect(e Effect) {
+	if !slices.Contains(s.Effects, e) {
+		s.Effects = append(s.Effects, e)
 	}
 }
 
 // walk visits every node of a parsed script.
-func (a *analysis) walk(root syntax.Node, r resolver, fr frame, depth int) {
+func (s *Script) walk(root syntax.Node, r resolver, fr frame, depth int) {
 	syntax.Walk(root, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Stmt:
 			if n.Background || n.Coprocess || n.Disown {
-				a.notReadOnly("runs a background job")
+				s.effect(EffectBackground)
 			}
 			for _, rd := range n.Redirs {
-				a.checkRedirect(rd, r)
+				s.checkRedirect(rd, r)
 			}
 			if call, ok := n.Cmd.(*syntax.CallExpr); ok {
-				a.call(call, n.Redirs, r, fr, depth)
+				s.call(call, n.Redirs, r, fr, depth)
 			}
 		case *syntax.DeclClause:
-			a.notReadOnly("declares variables")
+			s.effect(EffectVariable)
 			words := []Word{Lit(n.Variant.Value)}
 			for _, as := range n.Args {
 				words = append(words, assignWord(as, r))
 			}
-			a.emit(words, nil, fr, false, false)
+			s.emit(words, nil, fr, false, false)
 		case *syntax.LetClause:
-			a.notReadOnly("evaluates let")
+			s.effect(EffectVariable)
 		case *syntax.ArithmCmd:
-			a.notReadOnly("evaluates arithmetic")
+			s.effect(EffectVariable)
 		case *syntax.FuncDecl:
-			a.notReadOnly("defines a function")
+			s.effect(EffectFunction)
 		case *syntax.CoprocClause:
-			a.notReadOnly("starts a coprocess")
+			s.effect(EffectBackground)
 		case *syntax.ParamExp:
 			if n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) {
-				a.notReadOnly("assigns in a parameter expansion")
+				s.effect(EffectVariable)
 			}
 		case *syntax.BinaryArithm:
 			if isArithAssign(n.Op) {
-				a.notReadOnly("assigns in arithmetic")
+				s.effect(EffectVariable)
 			}
 		case *syntax.UnaryArithm:
 			if n.Op == syntax.Inc || n.Op == syntax.Dec {
-				a.notReadOnly("assigns in arithmetic")
+				s.effect(EffectVariable)
 			}
 		}
 		return true
@@ -170,23 +192,23 @@ func isArithAssign(op syntax.BinAritOperator) bool {
 
 // checkRedirect notes redirections that can write: only /dev/null and
 // file descriptor duplications are read-only.
-func (a *analysis) checkRedirect(rd *syntax.Redirect, r resolver) {
+func (s *Script) checkRedirect(rd *syntax.Redirect, r resolver) {
 	if rd.N != nil && !isDigits(rd.N.Value) {
-		a.notReadOnly("assigns a file descriptor variable")
+		s.effect(EffectVariable)
 		return
 	}
 	switch rd.Op {
 	case syntax.RdrIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
 	case syntax.DplIn, syntax.DplOut:
 		if w := r.word(rd.Word); w.Dynamic || !(isDigits(w.Text) || w.Text == "-") {
-			a.notReadOnly("redirects output to a file")
+			s.effect(EffectRedirect)
 		}
 	case syntax.RdrOut, syntax.AppOut, syntax.ClbOut, syntax.RdrAll, syntax.AppAll:
 		if w := r.word(rd.Word); w.Dynamic || w.Text != "/dev/null" {
-			a.notReadOnly("redirects output to a file")
+			s.effect(EffectRedirect)
 		}
 	default:
-		a.notReadOnly("opens a file for writing")
+		s.effect(EffectRedirect)
 	}
 }
 
@@ -240,7 +262,7 @@ func assignWord(as *syntax.Assign, r resolver) Word {
 }
 
 // call handles one simple command.
-func (a *analysis) call(call *syntax.CallExpr, redirs []*syntax.Redirect, r resolver, fr frame, depth int) {
+func (s *Script) call(call *syntax.CallExpr, redirs []*syntax.Redirect, r resolver, fr frame, depth int) {
 	var assigns []Word
 	privileged := false
 	for _, as := range call.Assigns {
@@ -256,7 +278,7 @@ func (a *analysis) call(call *syntax.CallExpr, redirs []*syntax.Redirect, r reso
 	}
 	if len(words) == 0 {
 		if len(assigns) > 0 {
-			a.notReadOnly("sets shell variables")
+			s.effect(EffectVariable)
 		}
 		return
 	}
@@ -264,12 +286,12 @@ func (a *analysis) call(call *syntax.CallExpr, redirs []*syntax.Redirect, r reso
 	if full == nil {
 		full = append(append([]Word(nil), assigns...), words...)
 	}
-	u := unwrapper{a: a, r: r, redirs: redirs, depth: depth}
+	u := unwrapper{s: s, r: r, redirs: redirs, depth: depth}
 	u.run(words, assigns, frame{full: full, wrappers: fr.wrappers, privileged: fr.privileged || privileged})
 }
 
 // emit records a command.
-func (a *analysis) emit(words, assigns []Word, fr frame, privileged, opaque bool) {
+func (s *Script) emit(words, assigns []Word, fr frame, privileged, opaque bool) {
 	if len(words) == 0 && !opaque {
 		return
 	}
@@ -277,7 +299,7 @@ func (a *analysis) emit(words, assigns []Word, fr frame, privileged, opaque bool
 	if full == nil {
 		full = append(append([]Word(nil), assigns...), words...)
 	}
-	a.cmds = append(a.cmds, Command{
+	s.Commands = append(s.Commands, Command{
 		Words:      words,
 		Full:       full,
 		Wrappers:   fr.wrappers,
@@ -289,7 +311,7 @@ func (a *analysis) emit(words, assigns []Word, fr frame, privileged, opaque bool
 
 // script analyzes a shell script found in a word (bash -c, eval, a
 // here-document fed to a shell), in the wrapper context fr.
-func (a *analysis) script(src string, fr frame, depth int) bool {
+func (s *Script) script(src string, fr frame, depth int) bool {
 	if depth >= maxDepth {
 		return false
 	}
@@ -297,7 +319,7 @@ func (a *analysis) script(src string, fr frame, depth int) bool {
 	if err != nil {
 		return false
 	}
-	a.walk(f, resolver{src: src}, fr, depth+1)
+	s.walk(f, resolver{src: src}, fr, depth+1)
 	return true
 }
 
@@ -320,4 +342,33 @@ var safeEnvNames = map[string]bool{
 
 func safeEnv(name string) bool {
 	return safeEnvNames[name] || strings.HasPrefix(name, "LC_")
+}
+
+// SplitWords parses line as one simple command and returns its words as
+// written — variable assignments in front included, wrappers not looked
+// through — with quoting removed. It fails for anything else: several
+// commands, redirections, control structures, a syntax error. Permission
+// rules use it to read the command a rule names.
+func SplitWords(line string) ([]Word, error) {
+	f, err := parse(line)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.Stmts) != 1 {
+		return nil, fmt.Errorf("bashcmd: %d commands, want one", len(f.Stmts))
+	}
+	st := f.Stmts[0]
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(st.Redirs) > 0 || st.Background || st.Negated || st.Coprocess || st.Disown {
+		return nil, fmt.Errorf("bashcmd: not a simple command")
+	}
+	r := resolver{src: line}
+	var words []Word
+	for _, as := range call.Assigns {
+		words = append(words, assignWord(as, r))
+	}
+	for _, w := range call.Args {
+		words = append(words, r.word(w))
+	}
+	return words, nil
 }

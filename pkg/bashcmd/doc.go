@@ -5,7 +5,10 @@
 // Commands parses a line with a real shell parser (mvdan.cc/sh/v3) and
 // lists every simple command in it — across &&, ||, ;, pipes, subshells,
 // command and process substitutions, here-documents and function bodies —
-// with quoting resolved, so that "r''m", "\rm" and $'\x72m' all read as rm.
+// with quoting resolved, so that each of these reads as rm:
+//
+//	r''m   "rm"   \rm   $'\x72m'
+//
 // Wrappers that run another command are looked through: timeout, nice,
 // nohup, stdbuf, command, builtin, exec, env, sudo, xargs, find -exec, and
 // shells given a script (bash -c '…', sh <<EOF …, eval '…') whose script is
@@ -13,6 +16,11 @@
 // built by expansion or substitution is Dynamic, and a command whose real
 // program cannot be read (eval of a variable, a shell reading a pipe) is
 // Opaque, so that a rule cannot be dodged by hiding the command.
+//
+// Parse also reports the line's other Effects: output redirected to files,
+// variables set, functions defined (which may shadow a program), background
+// jobs. A permission check must not let a rule for "git status" allow
+// "git() { …; }; git status".
 //
 // ReadOnly decides whether a line only reads: every command must be a known
 // read-only program with read-only arguments, with no output redirection

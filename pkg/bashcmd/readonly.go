@@ -11,11 +11,17 @@ import (
 // read-only arguments, looked through wrappers such as timeout, xargs or
 // bash -c. Anything unknown or dynamic in command position gives false.
 func ReadOnly(line string) bool {
-	a, err := analyze(line)
-	if err != nil || a.writes != "" {
+	s, err := Parse(line)
+	return err == nil && s.ReadOnly()
+}
+
+// ReadOnly reports whether the script only reads; see the function
+// ReadOnly.
+func (s *Script) ReadOnly() bool {
+	if len(s.Effects) > 0 {
 		return false
 	}
-	for _, c := range a.cmds {
+	for _, c := range s.Commands {
 		if !c.readOnly() {
 			return false
 		}
@@ -311,12 +317,16 @@ func (c Command) RunsArguments() bool {
 		// These can run programs only through options the read-only check
 		// refuses; the read-only ones are quiet.
 		return !(Command{Words: c.Words}).readOnly()
+	case "command":
+		return !hasShortFlag(args, "vV") // command -v only looks a name up
+	case "env":
+		return len(args) > 0 // left over only when it runs nothing we could see
 	}
 	if quietPrograms[name] {
 		return false
 	}
 	if check, ok := readOnlyPrograms[name]; ok {
-		return !check(args) || name == "env" || name == "command"
+		return !check(args)
 	}
 	return true
 }

@@ -8,7 +8,7 @@ import (
 
 // unwrapper looks through the wrappers of one simple command.
 type unwrapper struct {
-	a      *analysis
+	s      *Script
 	r      resolver
 	redirs []*syntax.Redirect // of the command's statement, for a shell's stdin
 	depth  int
@@ -27,11 +27,11 @@ func (u *unwrapper) run(words, assigns []Word, fr frame) {
 			return
 		}
 		if hops > maxDepth {
-			u.a.emit(words, assigns, fr, false, true)
+			u.s.emit(words, assigns, fr, false, true)
 			return
 		}
 		if words[0].Dynamic {
-			u.a.emit(words, assigns, fr, false, false)
+			u.s.emit(words, assigns, fr, false, false)
 			return
 		}
 		name := baseName(words[0].Text)
@@ -66,7 +66,7 @@ func (u *unwrapper) run(words, assigns []Word, fr frame) {
 			inner, ok = skipOptions(args, "", nil, false)
 		case "command":
 			if hasShortFlag(args, "vV") {
-				u.a.emit(words, assigns, fr, false, false) // a lookup, not a run
+				u.s.emit(words, assigns, fr, false, false) // a lookup, not a run
 				return
 			}
 			inner, ok = skipOptions(args, "", nil, false)
@@ -81,14 +81,14 @@ func (u *unwrapper) run(words, assigns []Word, fr frame) {
 			inner, envAssigns, privileged, ok = unwrapEnv(args)
 			if ok && len(inner) == 0 {
 				// env alone prints the environment.
-				u.a.emit(words, assigns, fr, fr.privileged || privileged, false)
+				u.s.emit(words, assigns, fr, fr.privileged || privileged, false)
 				return
 			}
 			assigns = append(assigns, envAssigns...)
 		case "sudo", "doas":
 			inner, ok = unwrapSudo(name, args)
 			if ok && len(inner) == 0 {
-				u.a.emit(words, assigns, fr, true, false) // sudo -l, sudo -v, …
+				u.s.emit(words, assigns, fr, true, false) // sudo -l, sudo -v, …
 				return
 			}
 			privileged = true
@@ -123,17 +123,17 @@ func (u *unwrapper) run(words, assigns []Word, fr frame) {
 		switch {
 		case ok && len(inner) == 0:
 			// A wrapper with nothing to run: report it as a command.
-			u.a.emit(words, assigns, fr, privileged, false)
+			u.s.emit(words, assigns, fr, privileged, false)
 			return
 		case ok:
 			fr = frame{full: fr.full, wrappers: appendStr(fr.wrappers, name), privileged: fr.privileged || privileged}
 			words = inner
 		case isWrapperName(name):
 			// Known wrapper, options we cannot follow: what runs is hidden.
-			u.a.emit(words, assigns, fr, privileged, true)
+			u.s.emit(words, assigns, fr, privileged, true)
 			return
 		default:
-			u.a.emit(words, assigns, fr, false, false)
+			u.s.emit(words, assigns, fr, false, false)
 			return
 		}
 	}
@@ -333,7 +333,7 @@ func (u *unwrapper) xargs(args []Word) ([]Word, bool) {
 // find reports find itself, and each command it runs with -exec, -execdir,
 // -ok or -okdir; "{}" in those stands for file names.
 func (u *unwrapper) find(words, assigns []Word, fr frame) {
-	u.a.emit(words, assigns, fr, false, false)
+	u.s.emit(words, assigns, fr, false, false)
 	args := words[1:]
 	for i := 0; i < len(args); i++ {
 		w := args[i]
@@ -354,7 +354,7 @@ func (u *unwrapper) find(words, assigns []Word, fr frame) {
 			inner = append(inner, substituteBraces(args[j]))
 		}
 		if len(inner) > 0 {
-			sub := unwrapper{a: u.a, r: u.r, depth: u.depth + 1}
+			sub := unwrapper{s: u.s, r: u.r, depth: u.depth + 1}
 			sub.run(inner, nil, frame{full: fr.full, wrappers: appendStr(fr.wrappers, "find"), privileged: fr.privileged})
 		}
 		i = j
@@ -391,7 +391,7 @@ func (u *unwrapper) eval(words, assigns []Word, fr frame) {
 	args := words[1:]
 	for _, w := range args {
 		if w.Dynamic {
-			u.a.emit(words, assigns, fr, false, true)
+			u.s.emit(words, assigns, fr, false, true)
 			return
 		}
 	}
@@ -405,8 +405,8 @@ func (u *unwrapper) eval(words, assigns []Word, fr frame) {
 // opaque when the script does not parse.
 func (u *unwrapper) shellScript(words, assigns []Word, fr frame, script, wrapper string, privileged bool) {
 	inner := frame{full: fr.full, wrappers: appendStr(fr.wrappers, wrapper), privileged: fr.privileged || privileged}
-	if !u.a.script(script, inner, u.depth) {
-		u.a.emit(words, assigns, fr, privileged, true)
+	if !u.s.script(script, inner, u.depth) {
+		u.s.emit(words, assigns, fr, privileged, true)
 	}
 }
 
@@ -421,7 +421,7 @@ loop:
 	for ; i < len(args); i++ {
 		w := args[i]
 		if w.Dynamic {
-			u.a.emit(words, assigns, fr, false, true)
+			u.s.emit(words, assigns, fr, false, true)
 			return
 		}
 		t := w.Text
@@ -450,20 +450,19 @@ loop:
 	operands := args[min(i, len(args)):]
 	switch {
 	case withC:
-		if len(operands) == 0 {
-			return // bash -c with no script fails without running anything
-		}
-		if operands[0].Dynamic {
-			u.a.emit(words, assigns, fr, false, true)
+		// bash -c with no script fails without running anything, but an
+		// option we misread could have been the script: stay opaque.
+		if len(operands) == 0 || operands[0].Dynamic {
+			u.s.emit(words, assigns, fr, false, true)
 			return
 		}
 		u.shellScript(words, assigns, fr, operands[0].Text, name, false)
 	case len(operands) > 0 && !fromStdin:
-		u.a.emit(words, assigns, fr, false, false) // runs a script file
+		u.s.emit(words, assigns, fr, false, false) // runs a script file
 	default:
 		script, ok := u.stdinScript()
 		if !ok {
-			u.a.emit(words, assigns, fr, false, true)
+			u.s.emit(words, assigns, fr, false, true)
 			return
 		}
 		u.shellScript(words, assigns, fr, script, name, false)
@@ -544,17 +543,17 @@ func (u *unwrapper) watch(words, assigns []Word, fr frame) {
 	exec := hasShortFlag(args, "x") || containsText(args, "--exec")
 	inner, ok := skipOptions(args, "n", []string{"interval", "differences"}, false)
 	if !ok || len(inner) == 0 {
-		u.a.emit(words, assigns, fr, false, !ok)
+		u.s.emit(words, assigns, fr, false, !ok)
 		return
 	}
 	if exec {
-		sub := unwrapper{a: u.a, r: u.r, depth: u.depth + 1}
+		sub := unwrapper{s: u.s, r: u.r, depth: u.depth + 1}
 		sub.run(inner, nil, frame{full: fr.full, wrappers: appendStr(fr.wrappers, "watch"), privileged: fr.privileged})
 		return
 	}
 	for _, w := range inner {
 		if w.Dynamic {
-			u.a.emit(words, assigns, fr, false, true)
+			u.s.emit(words, assigns, fr, false, true)
 			return
 		}
 	}

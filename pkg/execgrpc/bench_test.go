@@ -19,9 +19,11 @@ import (
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/execsvc"
+	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
+	"github.com/toolwire/toolwire/pkg/settings"
 )
 
 // The benchmarks below come in pairs: a floor that does the least the same
@@ -39,7 +41,8 @@ type benchEnv struct {
 func newBenchEnv(b *testing.B, backend string) *benchEnv {
 	b.Helper()
 	root := sandboxtest.Dir(b)
-	ex, err := execsvc.New(execsvc.Config{Root: root, MaxConcurrency: 32, Sandbox: sandbox.Config{Backend: backend}})
+	ex, err := execsvc.New(execsvc.Config{Root: root, MaxConcurrency: 32, Sandbox: sandbox.Config{Backend: backend},
+		Operator: settings.Settings{Permissions: settings.Permissions{DefaultMode: permission.ModeBypass}}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func toStatus(err error) error {
 		code = codes.AlreadyExists
 	case errors.Is(err, executor.ErrSessionNotFound):
 		code = codes.NotFound
-	case errors.Is(err, executor.ErrInvalidToolUse), errors.Is(err, errProtocol):
+	case errors.Is(err, executor.ErrInvalidToolUse), errors.Is(err, errProtocol), errors.Is(err, executor.ErrInvalidSettings):
 		code = codes.InvalidArgument
 	case errors.Is(err, executor.ErrSessionClosed), errors.Is(err, executor.ErrSessionSetup):
 		code = codes.FailedPrecondition

@@ -17,6 +17,7 @@ import (
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/executor"
+	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/workspace"
@@ -132,6 +133,10 @@ func newHarness(t *testing.T, cfg executor.Config) *harness {
 	g := &gates{}
 	tt := &testTool{name: "Bash", gates: g}
 	cfg.Tools = append(cfg.Tools, tt)
+	// The scheduling tests are about the queue, not permissions.
+	if cfg.Operator.Permissions.DefaultMode == "" {
+		cfg.Operator.Permissions.DefaultMode = permission.ModeBypass
+	}
 	cfg.NewEnv = func(ctx context.Context, id, dir string) (*tool.Env, executor.SandboxInfo, error) {
 		ws, err := workspace.New(workspace.Config{Dir: t.TempDir()})
 		if err != nil {

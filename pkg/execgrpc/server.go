@@ -9,6 +9,8 @@ import (
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/executor"
+	"github.com/toolwire/toolwire/pkg/settings"
+	"github.com/toolwire/toolwire/pkg/settings/settingspb"
 )
 
 // errProtocol marks a client message that breaks the Execute protocol.
@@ -60,7 +62,12 @@ func (s *Server) Execute(stream executorv1.ExecutorService_ExecuteServer) error 
 	switch m := first.GetMsg().(type) {
 	case *executorv1.ExecuteRequest_Open:
 		o := m.Open
+		var set settings.Settings
+		if set, err = settingspb.FromProto(o.GetSettings()); err != nil {
+			return toStatus(fmt.Errorf("%w: %w", executor.ErrInvalidSettings, err))
+		}
 		sess, err = s.ex.Open(ctx, executor.OpenRequest{
+			Settings:      set,
 			SessionID:     o.GetSessionId(),
 			Workspace:     o.GetWorkspace(),
 			Options:       optionsFromProto(o.GetOptions()),

@@ -13,15 +13,17 @@ import (
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/execsvc"
+	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
+	"github.com/toolwire/toolwire/pkg/settings"
 )
 
 // realHarness serves the real built-in tools, sandboxed, over loopback TCP.
 func realHarness(t *testing.T) (*harness, string) {
 	t.Helper()
 	root := sandboxtest.Dir(t)
-	ex, err := execsvc.New(execsvc.Config{Root: root})
+	ex, err := execsvc.New(execsvc.Config{Root: root, Operator: settings.Settings{Permissions: settings.Permissions{DefaultMode: permission.ModeBypass}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolwire/toolwire/pkg/executor"
 	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/settings"
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/tools/file"
 	"github.com/toolwire/toolwire/pkg/tools/search"
@@ -41,6 +42,9 @@ type Config struct {
 	Sandbox sandbox.Config
 	// Limits cap calls.
 	Limits tool.Limits
+	// Operator holds executor-wide permission rules, mode and hooks that
+	// sessions cannot loosen.
+	Operator settings.Settings
 	// MaxConcurrency caps parallel calls per session.
 	MaxConcurrency int
 	// Retention keeps disconnected sessions this long.
@@ -83,6 +87,7 @@ func New(cfg Config) (*executor.Executor, error) {
 		MaxConcurrency:    cfg.MaxConcurrency,
 		Retention:         cfg.Retention,
 		PermissionTimeout: cfg.PermissionTimeout,
+		Operator:          cfg.Operator,
 		Version:           cfg.Version,
 		Logger:            cfg.Logger,
 	})

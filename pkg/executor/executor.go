@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/queue"
+	"github.com/toolwire/toolwire/pkg/settings"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
@@ -57,6 +58,9 @@ type Config struct {
 	PermissionTimeout time.Duration
 	// Version is reported in Hello.
 	Version string
+	// Operator holds executor-wide permission rules, mode and hooks. They
+	// apply to every session, and a session cannot loosen them.
+	Operator settings.Settings
 	// Logger receives the executor's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -123,6 +127,8 @@ type OpenRequest struct {
 	Workspace string
 	// Options tune the session.
 	Options SessionOptions
+	// Settings are the session's permission rules, mode and hooks.
+	Settings settings.Settings
 	// ClientName and ClientVersion identify the client in logs.
 	ClientName, ClientVersion string
 }
@@ -146,11 +152,19 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 	e.sessions[id] = nil
 	e.mu.Unlock()
 
-	env, sandboxInfo, err := e.cfg.NewEnv(ctx, id, req.Workspace)
-	if err != nil {
+	release := func() {
 		e.mu.Lock()
 		delete(e.sessions, id)
 		e.mu.Unlock()
+	}
+	g, err := newGate(e.cfg.Operator, req.Settings)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	env, sandboxInfo, err := e.cfg.NewEnv(ctx, id, req.Workspace)
+	if err != nil {
+		release()
 		return nil, fmt.Errorf("%w: session %s: %w", ErrSessionSetup, id, err)
 	}
 	opts := req.Options
@@ -168,7 +182,7 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 		ex:        e,
 		env:       env,
 		opts:      opts,
-		gate:      &gate{},
+		gate:      g,
 		q:         queue.New(opts.MaxConcurrency),
 		out:       newOutbox(),
 		log:       e.log.With("session_id", id),

@@ -3,22 +3,232 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
 
+	"github.com/toolwire/toolwire/pkg/hook"
+	"github.com/toolwire/toolwire/pkg/permission"
+	"github.com/toolwire/toolwire/pkg/schema"
+	"github.com/toolwire/toolwire/pkg/settings"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
-// gate is the permission and hook step of the pipeline: it runs after a
-// call's validation and around the tool itself.
-type gate struct{}
+// ErrInvalidSettings: a session's permission rules or hooks do not compile,
+// or ask for what the operator forbids.
+var ErrInvalidSettings = errors.New("invalid session settings")
 
-// before decides whether c may run. It returns the input to run with
-// (hooks may rewrite it), what decided, and a Result when the call must not
-// run.
-func (g *gate) before(ctx context.Context, s *Session, c *call) (json.RawMessage, string, *tool.Result) {
-	return c.input, "", nil
+// gate is the permission and hook step of the pipeline. It runs after a
+// call's validation, around the tool: permission rules (deny, ask, allow,
+// then the mode), the client's answer when asked, PreToolUse hooks before
+// the tool and PostToolUse hooks after it.
+type gate struct {
+	hooks *hook.Set
+
+	mu     sync.Mutex // guards policy
+	policy *permission.Policy
 }
 
-// after runs PostToolUse hooks on a finished call and returns its Result.
+// newGate compiles the operator's and the session's settings. Operator
+// rules and hooks always apply; the session's come on top and cannot
+// loosen the operator's.
+func newGate(operator, session settings.Settings) (*gate, error) {
+	policy, err := permission.Compile(operator.Permissions.Rules(), session.Permissions.Rules())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSettings, err)
+	}
+	var ms []hook.Matcher
+	for _, s := range []settings.Settings{operator, session} {
+		for _, ev := range settings.Events {
+			he, err := hook.ParseEvent(string(ev))
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrInvalidSettings, err)
+			}
+			for _, m := range s.Hooks[ev] {
+				hm := hook.Matcher{Event: he, Matcher: m.Matcher}
+				for _, c := range m.Hooks {
+					hm.Commands = append(hm.Commands, hook.Command{Command: c.Command, Timeout: c.Timeout})
+				}
+				ms = append(ms, hm)
+			}
+		}
+	}
+	hooks, err := hook.Compile(ms)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSettings, err)
+	}
+	return &gate{policy: policy, hooks: hooks}, nil
+}
+
+func (g *gate) currentPolicy() *permission.Policy {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.policy
+}
+
+// allowAlways adds rule to the session's allow rules.
+func (g *gate) allowAlways(rule string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, err := g.policy.WithAllow(rule)
+	if err != nil {
+		return err
+	}
+	g.policy = p
+	return nil
+}
+
+// before decides whether c may run. It returns the input to run with (a
+// PreToolUse hook may rewrite it), what decided, and a Result when the call
+// must not run.
+func (g *gate) before(ctx context.Context, s *Session, c *call) (json.RawMessage, string, *tool.Result) {
+	spec := c.tool.Spec()
+	policy := g.currentPolicy()
+	d := policy.Decide(g.request(s, spec, c.input))
+	decidedBy := d.Origin.String() + ":" + d.Rule
+	asked := false
+	switch d.Behavior {
+	case permission.Deny:
+		return nil, decidedBy, tool.UseError(tool.OutcomeDenied, d.Reason)
+	case permission.Ask:
+		if res := g.ask(ctx, s, c, c.input, d.Reason, d.Suggestion); res != nil {
+			return nil, "client", res
+		}
+		asked, decidedBy = true, "client"
+	}
+
+	input := c.input
+	if !g.hooks.Has(hook.PreToolUse) {
+		return input, decidedBy, nil
+	}
+	out := g.hooks.Run(ctx, s.env.Procs, hook.PreToolUse, hook.Input{
+		SessionID: s.id, Cwd: s.env.Cwd(), ToolName: spec.Name, ToolUseID: c.use.ID,
+		ToolInput: input, PermissionMode: string(policy.Mode()),
+	})
+	for _, e := range out.Errors {
+		s.log.Warn("PreToolUse hook error", "tool_use_id", c.use.ID, "error", e)
+	}
+	if ctx.Err() != nil {
+		return nil, decidedBy, interruptedResult(context.Cause(ctx))
+	}
+	if out.Block || out.Decision == hook.Deny {
+		reason := out.Reason
+		if reason == "" {
+			reason = out.DecisionReason
+		}
+		return nil, out.DecidedBy, tool.UseError(tool.OutcomeDenied, hook.BlockedText(spec.Name, reason))
+	}
+	if out.UpdatedInput != nil {
+		updated, err := schema.Validate(spec.Name, spec.InputSchema, string(out.UpdatedInput))
+		if err != nil {
+			return nil, out.DecidedBy, tool.UseError(tool.OutcomeInvalidInput,
+				"A PreToolUse hook rewrote the input into one that is not valid: "+err.Error())
+		}
+		// Rules apply to what will really run: a rewrite cannot reach
+		// what the rules deny.
+		if d2 := g.currentPolicy().Decide(g.request(s, spec, updated)); d2.Behavior == permission.Deny {
+			return nil, d2.Origin.String() + ":" + d2.Rule, tool.UseError(tool.OutcomeDenied, d2.Reason)
+		} else if d2.Behavior == permission.Ask && !asked {
+			if res := g.ask(ctx, s, c, updated, d2.Reason, d2.Suggestion); res != nil {
+				return nil, "client", res
+			}
+			asked = true
+		}
+		if err := c.tool.Validate(ctx, s.env, updated); err != nil {
+			return nil, out.DecidedBy, validationResult(err)
+		}
+		input = updated
+		decidedBy += "; " + out.DecidedBy
+	}
+	if out.Decision == hook.Ask && !asked {
+		if res := g.ask(ctx, s, c, input, out.DecisionReason, ""); res != nil {
+			return nil, "client", res
+		}
+		decidedBy = "client"
+	}
+	return input, decidedBy, nil
+}
+
+func (g *gate) request(s *Session, spec tool.Spec, input json.RawMessage) permission.Request {
+	return permission.Request{Tool: spec.Name, Input: input, Cwd: s.env.Cwd(), Workspace: s.env.Files.Dir(), ReadOnly: spec.ReadOnly}
+}
+
+// ask sends a permission request and waits for the answer. It returns nil
+// when the call may run, else the Result that refuses it.
+func (g *gate) ask(ctx context.Context, s *Session, c *call, input json.RawMessage, reason, suggestion string) *tool.Result {
+	name := c.tool.Spec().Name
+	d, err := s.awaitDecision(ctx, PermissionRequest{
+		ToolUseID: c.use.ID, ToolName: name, Input: string(input), Reason: reason, SuggestedRule: suggestion,
+	})
+	switch {
+	case ctx.Err() != nil:
+		return interruptedResult(context.Cause(ctx))
+	case err != nil:
+		return tool.UseError(tool.OutcomeDenied, fmt.Sprintf("Permission to use %s was not granted: %v, so the call was denied.", name, err))
+	case d.Behavior == PermissionDeny:
+		msg := fmt.Sprintf("The user denied permission to use %s.", name)
+		if d.Message != "" {
+			msg += " Their message: " + d.Message
+		}
+		return tool.UseError(tool.OutcomeDenied, msg)
+	case d.Behavior == PermissionAllowAlways && suggestion != "":
+		if err := g.allowAlways(suggestion); err != nil {
+			s.log.Warn("could not add an allow-always rule", "rule", suggestion, "error", err)
+		}
+	}
+	return nil
+}
+
+// after runs PostToolUse hooks on a finished call: a blocking hook's reason
+// and any added context reach the model appended to the result.
 func (g *gate) after(ctx context.Context, s *Session, c *call, input json.RawMessage, res *tool.Result) *tool.Result {
+	if !g.hooks.Has(hook.PostToolUse) {
+		return res
+	}
+	spec := c.tool.Spec()
+	out := g.hooks.Run(ctx, s.env.Procs, hook.PostToolUse, hook.Input{
+		SessionID: s.id, Cwd: s.env.Cwd(), ToolName: spec.Name, ToolUseID: c.use.ID,
+		ToolInput: input, ToolResponse: toolResponse(res), PermissionMode: string(g.currentPolicy().Mode()),
+	})
+	for _, e := range out.Errors {
+		s.log.Warn("PostToolUse hook error", "tool_use_id", c.use.ID, "error", e)
+	}
+	var notes []string
+	if out.Block && out.Reason != "" {
+		notes = append(notes, hook.FeedbackText(spec.Name, out.Reason))
+	}
+	if out.AdditionalContext != "" {
+		notes = append(notes, hook.ContextText(hook.PostToolUse, spec.Name, out.AdditionalContext))
+	}
+	for _, n := range notes {
+		appendText(res, n)
+	}
+	if len(notes) > 0 {
+		res.DecidedBy += "; " + out.DecidedBy
+	}
 	return res
+}
+
+// toolResponse is what PostToolUse hooks see of a result: the tool's
+// structured data when it has some, else its text and error flag.
+func toolResponse(res *tool.Result) json.RawMessage {
+	if len(res.Structured) > 0 {
+		return res.Structured
+	}
+	b, _ := json.Marshal(struct {
+		Output  string `json:"output"`
+		IsError bool   `json:"is_error"`
+	}{res.TextContent(), res.IsError})
+	return b
+}
+
+// appendText adds a paragraph to the last text block of res.
+func appendText(res *tool.Result, s string) {
+	for i := len(res.Content) - 1; i >= 0; i-- {
+		if !res.Content[i].IsImage() {
+			res.Content[i].Text += "\n\n" + s
+			return
+		}
+	}
+	res.Content = append(res.Content, tool.Content{Text: s})
 }

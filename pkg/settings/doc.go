@@ -1,0 +1,31 @@
+// Package settings reads the parts of a Claude Code settings.json file that
+// toolwire uses: permission rules and mode, and the PreToolUse and
+// PostToolUse hooks.
+//
+//	{
+//	  "permissions": {
+//	    "allow": ["Bash(npm run test:*)"],
+//	    "ask":   ["Bash(git push:*)"],
+//	    "deny":  ["Read(./.env)"],
+//	    "defaultMode": "acceptEdits",
+//	    "disableBypassPermissionsMode": "disable"
+//	  },
+//	  "hooks": {
+//	    "PostToolUse": [
+//	      {"matcher": "Edit|Write",
+//	       "hooks": [{"type": "command", "command": "gofmt -w \"$FILE\"", "timeout": 30}]}
+//	    ]
+//	  }
+//	}
+//
+// Keys it does not know are ignored, so a file written for Claude Code
+// loads as it is. What it does know is checked at load time: malformed
+// JSON, a value of the wrong type, a rule or mode that does not parse, a
+// hook matcher that is not a valid regular expression or a hook that is
+// not a command is an *Error giving the line and column.
+//
+// Both toolsvc (operator rules) and the orchestrator (session rules it
+// sends in the Execute stream's opening message) use it; the conversion to
+// and from the wire message lives in settingspb, so this package stays free
+// of protobuf.
+package settings

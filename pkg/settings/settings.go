@@ -1,0 +1,513 @@
+package settings
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/toolwire/toolwire/pkg/permission"
+)
+
+// Settings are the permission and hook settings of one file or session.
+type Settings struct {
+	// Permissions are the rules and mode.
+	Permissions Permissions
+	// Hooks are the hook matchers of each event, in file order.
+	Hooks map[Event][]HookMatcher
+}
+
+// Permissions is the "permissions" object.
+type Permissions struct {
+	// Allow, Ask and Deny are permission rules.
+	Allow, Ask, Deny []string
+	// DefaultMode is the permission mode; "" leaves it unset.
+	DefaultMode permission.Mode
+	// DisableBypass is set by "disableBypassPermissionsMode": "disable".
+	DisableBypass bool
+}
+
+// Rules returns the permissions as rules for permission.Compile.
+func (p Permissions) Rules() permission.Rules {
+	return permission.Rules{
+		Allow:         append([]string(nil), p.Allow...),
+		Ask:           append([]string(nil), p.Ask...),
+		Deny:          append([]string(nil), p.Deny...),
+		Mode:          p.DefaultMode,
+		DisableBypass: p.DisableBypass,
+	}
+}
+
+// Event is a hook event.
+type Event string
+
+// The hook events toolwire runs. Other events of a Claude Code settings
+// file are ignored.
+const (
+	PreToolUse  Event = "PreToolUse"
+	PostToolUse Event = "PostToolUse"
+)
+
+// Events lists the supported events in pipeline order.
+var Events = []Event{PreToolUse, PostToolUse}
+
+// HookMatcher is one entry of an event's list: the tools it applies to and
+// the commands to run.
+type HookMatcher struct {
+	// Matcher selects tools by name; see CompileMatcher.
+	Matcher string
+	// Hooks are run in parallel when the matcher matches.
+	Hooks []HookCommand
+}
+
+// HookCommand is one hook command.
+type HookCommand struct {
+	// Command is run by the shell with the event as JSON on standard input.
+	Command string
+	// Timeout kills the command after this long; zero means the hook
+	// runner's default.
+	Timeout time.Duration
+}
+
+// Error is a problem in a settings file, with where it is.
+type Error struct {
+	// File is the file's path; empty for ParseSettings.
+	File string
+	// Line and Column locate the problem, counting from 1; zero when
+	// unknown.
+	Line, Column int
+	// Field is the path of the offending value, such as
+	// "permissions.allow[2]"; empty for a syntax error.
+	Field string
+	// Err says what is wrong.
+	Err error
+}
+
+// Error returns "file:line:column: field: problem".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("settings")
+	if e.File != "" {
+		b.Reset()
+		b.WriteString(e.File)
+	}
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field + ": ")
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+// Unwrap returns the underlying problem.
+func (e *Error) Unwrap() error { return e.Err }
+
+// LoadSettings reads and parses a settings file.
+func LoadSettings(path string) (Settings, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Settings{}, fmt.Errorf("settings: %w", err)
+	}
+	s, err := ParseSettings(data)
+	var se *Error
+	if errors.As(err, &se) {
+		se.File = path
+	}
+	return s, err
+}
+
+// The shape of the file, as far as it is read.
+type fileSettings struct {
+	Permissions *filePermissions `json:"permissions"`
+	// Other events, with shapes of their own, are not read.
+	Hooks struct {
+		PreToolUse  []fileMatcher `json:"PreToolUse"`
+		PostToolUse []fileMatcher `json:"PostToolUse"`
+	} `json:"hooks"`
+}
+
+type filePermissions struct {
+	Allow                        []string `json:"allow"`
+	Ask                          []string `json:"ask"`
+	Deny                         []string `json:"deny"`
+	DefaultMode                  string   `json:"defaultMode"`
+	DisableBypassPermissionsMode string   `json:"disableBypassPermissionsMode"`
+}
+
+type fileMatcher struct {
+	Matcher string     `json:"matcher"`
+	Hooks   []fileHook `json:"hooks"`
+}
+
+type fileHook struct {
+	Type    string   `json:"type"`
+	Command string   `json:"command"`
+	Timeout *float64 `json:"timeout"`
+}
+
+// ParseSettings parses the contents of a settings file. Every problem is
+// reported as an *Error with its line and column.
+func ParseSettings(data []byte) (Settings, error) {
+	var f fileSettings
+	if err := json.Unmarshal(data, &f); err != nil {
+		return Settings{}, jsonError(data, err)
+	}
+	var s Settings
+	var problems []problem
+	if p := f.Permissions; p != nil {
+		s.Permissions = Permissions{Allow: p.Allow, Ask: p.Ask, Deny: p.Deny, DefaultMode: permission.Mode(p.DefaultMode)}
+		switch p.DisableBypassPermissionsMode {
+		case "":
+		case "disable":
+			s.Permissions.DisableBypass = true
+		default:
+			problems = append(problems, problem{path: []any{"permissions", "disableBypassPermissionsMode"},
+				err: fmt.Errorf(`%q is not a known value; the only one is "disable"`, p.DisableBypassPermissionsMode)})
+		}
+	}
+	for _, ev := range Events {
+		matchers := f.Hooks.PreToolUse
+		if ev == PostToolUse {
+			matchers = f.Hooks.PostToolUse
+		}
+		for i, m := range matchers {
+			hm := HookMatcher{Matcher: m.Matcher}
+			for j, h := range m.Hooks {
+				at := []any{"hooks", string(ev), i, "hooks", j}
+				if h.Type != "command" {
+					problems = append(problems, problem{path: append(at, "type"),
+						err: fmt.Errorf(`hook type %q is not supported; use "command"`, h.Type)})
+				}
+				hc := HookCommand{Command: h.Command}
+				if h.Timeout != nil {
+					if *h.Timeout < 0 || math.IsNaN(*h.Timeout) || *h.Timeout > 86400 {
+						problems = append(problems, problem{path: append(at, "timeout"),
+							err: fmt.Errorf("timeout %v is not a number of seconds between 0 and 86400", *h.Timeout)})
+					} else {
+						hc.Timeout = time.Duration(*h.Timeout * float64(time.Second))
+					}
+				}
+				hm.Hooks = append(hm.Hooks, hc)
+			}
+			if s.Hooks == nil {
+				s.Hooks = make(map[Event][]HookMatcher)
+			}
+			s.Hooks[ev] = append(s.Hooks[ev], hm)
+		}
+	}
+	problems = append(problems, s.problems()...)
+	if len(problems) == 0 {
+		return s, nil
+	}
+	// Report the problem that comes first in the file; a missing value,
+	// shown where its parent is, only when nothing present is wrong.
+	var first *Error
+	firstOff, firstMissing := -1, true
+	for _, p := range problems {
+		off, missing := locate(data, p.path), false
+		for n := len(p.path) - 1; n >= 0 && off < 0; n-- {
+			off, missing = locate(data, p.path[:n]), true
+		}
+		better := first == nil ||
+			firstMissing && !missing ||
+			firstMissing == missing && off >= 0 && (firstOff < 0 || off < firstOff)
+		if better {
+			first, firstOff, firstMissing = p.at(data, off), off, missing
+		}
+	}
+	if n := len(problems) - 1; n > 0 {
+		first.Err = fmt.Errorf("%w (and %d more %s)", first.Err, n, plural(n, "problem", "problems"))
+	}
+	return Settings{}, first
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// Validate checks rules, mode and hooks of settings that did not come from
+// a file (from the wire, say). The *Error it returns names the field but
+// has no line.
+func (s Settings) Validate() error {
+	if p := s.problems(); len(p) > 0 {
+		return &Error{Field: fieldName(p[0].path), Err: p[0].err}
+	}
+	return nil
+}
+
+// problem is one invalid value and where it is in the file's structure.
+type problem struct {
+	path []any
+	err  error
+}
+
+func (s Settings) problems() []problem {
+	var out []problem
+	lists := []struct {
+		key   string
+		rules []string
+	}{{"allow", s.Permissions.Allow}, {"ask", s.Permissions.Ask}, {"deny", s.Permissions.Deny}}
+	for _, l := range lists {
+		for i, text := range l.rules {
+			if _, err := permission.ParseRule(text); err != nil {
+				out = append(out, problem{path: []any{"permissions", l.key, i}, err: fmt.Errorf("rule %q: %w", text, err)})
+			}
+		}
+	}
+	if _, err := permission.ParseMode(string(s.Permissions.DefaultMode)); err != nil {
+		out = append(out, problem{path: []any{"permissions", "defaultMode"}, err: err})
+	}
+	for _, ev := range Events {
+		for i, m := range s.Hooks[ev] {
+			if _, err := CompileMatcher(m.Matcher); err != nil {
+				out = append(out, problem{path: []any{"hooks", string(ev), i, "matcher"}, err: err})
+			}
+			if len(m.Hooks) == 0 {
+				out = append(out, problem{path: []any{"hooks", string(ev), i, "hooks"}, err: errors.New("no hook commands")})
+			}
+			for j, h := range m.Hooks {
+				if strings.TrimSpace(h.Command) == "" {
+					out = append(out, problem{path: []any{"hooks", string(ev), i, "hooks", j, "command"}, err: errors.New("empty command")})
+				}
+				if h.Timeout < 0 {
+					out = append(out, problem{path: []any{"hooks", string(ev), i, "hooks", j, "timeout"}, err: errors.New("negative timeout")})
+				}
+			}
+		}
+	}
+	for ev := range s.Hooks {
+		if ev != PreToolUse && ev != PostToolUse {
+			out = append(out, problem{path: []any{"hooks", string(ev)}, err: fmt.Errorf("event %q is not supported", ev)})
+		}
+	}
+	return out
+}
+
+// at turns a problem into an *Error with the line and column of off, the
+// offset of the offending value (-1 if unknown).
+func (p problem) at(data []byte, off int) *Error {
+	e := &Error{Field: fieldName(p.path), Err: p.err}
+	if off >= 0 {
+		e.Line, e.Column = lineColumn(data, off)
+	}
+	return e
+}
+
+// CompileMatcher compiles a hook matcher. Empty or "*" matches every tool;
+// tool names joined by "|" match those names exactly; anything else is a
+// regular expression that must match the whole name ("Notebook.*").
+func CompileMatcher(m string) (func(tool string) bool, error) {
+	if m == "" || m == "*" {
+		return func(string) bool { return true }, nil
+	}
+	if isNameList(m) {
+		names := strings.Split(m, "|")
+		return func(tool string) bool {
+			for _, n := range names {
+				if n == tool {
+					return true
+				}
+			}
+			return false
+		}, nil
+	}
+	re, err := regexp.Compile("^(?:" + m + ")$")
+	if err != nil {
+		return nil, fmt.Errorf("matcher %q is not a valid regular expression: %w", m, err)
+	}
+	return re.MatchString, nil
+}
+
+func isNameList(m string) bool {
+	for _, c := range m {
+		if !(c == '|' || c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonError locates a decoding error.
+func jsonError(data []byte, err error) *Error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off := int(syn.Offset)
+		if off > 0 && !strings.HasPrefix(syn.Error(), "unexpected end") {
+			off-- // Offset is just past the offending character
+		}
+		line, col := lineColumn(data, off)
+		return &Error{Line: line, Column: col, Err: fmt.Errorf("invalid JSON: %s", syn.Error())}
+	case errors.As(err, &typ):
+		e := &Error{Field: typ.Field, Err: fmt.Errorf("%s where %s was expected", describeJSON(typ.Value), describeGo(typ.Type.Kind().String()))}
+		if e.Field == "" {
+			e.Err = fmt.Errorf("the settings must be a JSON object, not %s", describeJSON(typ.Value))
+		}
+		// Offset is just past the offending value; find where it starts.
+		if off := valueStart(data, int(typ.Offset)); off >= 0 {
+			e.Line, e.Column = lineColumn(data, off)
+		}
+		return e
+	}
+	return &Error{Err: err}
+}
+
+func describeJSON(v string) string {
+	switch v {
+	case "object", "array", "string", "number", "bool":
+		return "a JSON " + v
+	}
+	return v
+}
+
+func describeGo(kind string) string {
+	switch kind {
+	case "slice":
+		return "a list"
+	case "string":
+		return "a string"
+	case "float64":
+		return "a number"
+	case "struct", "map", "ptr":
+		return "an object"
+	}
+	return kind
+}
+
+// fieldName renders a path as "permissions.allow[2]".
+func fieldName(path []any) string {
+	var b strings.Builder
+	for _, p := range path {
+		switch p := p.(type) {
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(p)
+		case int:
+			fmt.Fprintf(&b, "[%d]", p)
+		}
+	}
+	return b.String()
+}
+
+// lineColumn converts a byte offset to a 1-based line and column
+// (counting characters).
+func lineColumn(data []byte, off int) (int, int) {
+	off = min(max(off, 0), len(data))
+	before := data[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	start := bytes.LastIndexByte(before, '\n') + 1
+	return line, utf8.RuneCount(before[start:]) + 1
+}
+
+// locate returns the byte offset where the value at path starts, or -1.
+func locate(data []byte, path []any) int {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		start := skipSeparators(data, int(dec.InputOffset()))
+		if len(path) == 0 {
+			return start
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return -1
+		}
+		delim, ok := tok.(json.Delim)
+		if !ok {
+			return -1
+		}
+		found := false
+		switch want := path[0].(type) {
+		case string:
+			if delim != '{' {
+				return -1
+			}
+			for dec.More() {
+				key, err := dec.Token()
+				if err != nil {
+					return -1
+				}
+				if key == want {
+					found = true
+					break
+				}
+				if skipValue(dec) != nil {
+					return -1
+				}
+			}
+		case int:
+			if delim != '[' {
+				return -1
+			}
+			for i := 0; dec.More(); i++ {
+				if i == want {
+					found = true
+					break
+				}
+				if skipValue(dec) != nil {
+					return -1
+				}
+			}
+		}
+		if !found {
+			return -1
+		}
+		path = path[1:]
+	}
+}
+
+func skipValue(dec *json.Decoder) error {
+	var raw json.RawMessage
+	return dec.Decode(&raw)
+}
+
+// skipSeparators skips white space, ':' and ',' from off.
+func skipSeparators(data []byte, off int) int {
+	for off < len(data) {
+		switch data[off] {
+		case ' ', '\t', '\n', '\r', ':', ',':
+			off++
+		default:
+			return off
+		}
+	}
+	return off
+}
+
+// valueStart finds the start of the JSON value that ends just before end.
+func valueStart(data []byte, end int) int {
+	end = min(end, len(data))
+	if end <= 0 {
+		return -1
+	}
+	// Scan values from the start, remembering the one that ends at end.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	best := -1
+	for {
+		start := skipSeparators(data, int(dec.InputOffset()))
+		if start >= end {
+			return best
+		}
+		if _, err := dec.Token(); err != nil {
+			return best
+		}
+		best = start
+		if int(dec.InputOffset()) >= end {
+			return best
+		}
+	}
+}
