@@ -70,8 +70,8 @@ func TestLoadSettings(t *testing.T) {
 	}
 
 	for name, tc := range map[string]struct{ content, want string }{
-		"syntax":   {"{\n  \"permissions\": {\n    \"allow\": [\"Read\",]\n  }\n}", "line 3"},
-		"type":     {"{\n\"permissions\": {\"allow\": \"Read\"}}", "line 2"},
+		"syntax":   {"{\n  \"permissions\": {\n    \"allow\": [\"Read\",]\n  }\n}", ".json:3:"},
+		"type":     {"{\n\"permissions\": {\"allow\": \"Read\"}}", ".json:2:"},
 		"mode":     {`{"permissions": {"defaultMode": "yolo"}}`, "yolo"},
 		"hooktype": {`{"hooks": {"PostToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}`, "not supported"},
 	} {

@@ -214,7 +214,7 @@ func TestPermissionAskRelayedAndAnswered(t *testing.T) {
 		t.Fatalf("turn = %+v", res)
 	}
 	if len(asked) == 0 {
-		skipWithoutPermissions(t, h)
+		failWithoutPermissions(t, h)
 	}
 	if len(asked) != 2 {
 		t.Fatalf("asked for %d calls, want 2", len(asked))
@@ -252,7 +252,7 @@ func TestPlanMode(t *testing.T) {
 	}
 	if r := results["toolu_write"]; !isError(r) {
 		if _, err := os.Stat(filepath.Join(h.root, "new.txt")); err == nil {
-			skipWithoutPermissions(t, h)
+			failWithoutPermissions(t, h)
 		}
 		t.Fatalf("write in plan mode: %+v", r)
 	}
@@ -261,12 +261,11 @@ func TestPlanMode(t *testing.T) {
 	}
 }
 
-// skipWithoutPermissions skips a permission test when the executor does
-// not enforce session settings yet (permissions are a separate piece of the
-// executor); once it does, the test runs for real.
-func skipWithoutPermissions(t *testing.T, h *harness) {
+// failWithoutPermissions fails a permission test whose call ran although
+// the session's permission settings should have stopped it.
+func failWithoutPermissions(t *testing.T, h *harness) {
 	t.Helper()
-	t.Skip("the executor ran the call without applying the session's permission settings: permission enforcement is not in the executor yet")
+	t.Fatal("the executor ran the call without applying the session's permission settings")
 }
 
 func TestInterruptDuringRunningTool(t *testing.T) {
