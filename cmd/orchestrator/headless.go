@@ -12,6 +12,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/telemetry"
 )
 
 // headless answers one prompt without a client, like `claude -p`, and
@@ -72,7 +73,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2, errors.New("no prompt: give it as an argument or on stdin")
 	}
 
-	log, err := newLogger(stderr, c.logFormat, c.logLevel)
+	log, err := telemetry.NewLogger(stderr, c.logFormat, c.logLevel)
 	if err != nil {
 		return 2, err
 	}

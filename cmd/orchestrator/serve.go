@@ -16,6 +16,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/orchgrpc"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/telemetry"
 )
 
 // serve runs OrchestratorService until SIGTERM or SIGINT.
@@ -32,7 +33,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		}
 		return errUsage
 	}
-	log, err := newLogger(stderr, c.logFormat, c.logLevel)
+	log, err := telemetry.NewLogger(stderr, c.logFormat, c.logLevel)
 	if err != nil {
 		return err
 	}

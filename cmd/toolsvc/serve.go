@@ -7,12 +7,14 @@ import (
 	"io"
 	"time"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"github.com/toolwire/toolwire/pkg/telemetry"
 )
 
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
@@ -29,7 +31,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return errUsage
 	}
-	log, err := newLogger(stderr, *logFormat, *logLevel)
+	log, err := telemetry.NewLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
 		return err
 	}

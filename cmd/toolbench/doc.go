@@ -1,0 +1,30 @@
+// Command toolbench measures a built toolsvc binary from the outside: it
+// starts toolsvc as child processes on loopback, talks to them with the
+// generated ExecutorService client, and compares every figure with a floor
+// measured in the same run on the same machine.
+//
+// Usage:
+//
+//	toolbench --toolsvc PATH [-n 200] [--json]
+//
+// The figures are one Read of a 1 KiB file, Bash `true`, 32 concurrent Bash
+// `true` of one assistant message, the time from sending an Abort for a
+// running `sleep 30` to its Result, 64 MiB of Bash stdout streamed as
+// Progress events, and the time from starting a toolsvc process to its
+// SERVING health status, each with the sandbox off (--sandbox none) and on
+// (the default). The floors are a bare gRPC bidi ping-pong of 1 KiB and a
+// bare gRPC server stream of 64 KiB messages (served by a second toolbench
+// process, so client and server are separate processes as they are for
+// toolsvc), a bare os/exec `bash -c true` and 32 of them at once.
+//
+// Because the machine it runs on may be shared, samples are taken in rounds:
+// each round takes a share of every figure's samples, floors and peers in a
+// shuffled order, so a burst of load from elsewhere touches both sides of a
+// ratio alike. The load average before and after the run is printed with
+// the results.
+//
+// toolbench builds nothing: give it a toolsvc binary. It binds only
+// 127.0.0.1, stops its children by PID (SIGTERM, then a wait) and removes
+// its temporary directory when done. It is a measuring tool, not a test:
+// it prints whether each target is met but exits 0 either way.
+package main

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const usage = `Usage: toolbench --toolsvc PATH [flags]
+
+Starts the toolsvc binary at PATH as child processes on 127.0.0.1 (once with
+--sandbox none, once with --sandbox landlock), measures whole-process figures
+through the Execute stream, and compares them with floors measured in the same
+run: a bare gRPC ping-pong and stream, and bare os/exec spawns of bash.
+
+Flags:
+`
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == echoCommand {
+		if err := runEchoServer(); err != nil {
+			fmt.Fprintln(os.Stderr, "toolbench echo server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "toolbench:", err)
+		os.Exit(1)
+	}
+}
+
+// errUsage marks a command-line mistake already reported.
+var errUsage = errors.New("usage")
+
+// options are toolbench's flags.
+type options struct {
+	toolsvc   string
+	n, warm   int
+	rounds    int
+	streamN   int
+	startN    int
+	sandboxes []string
+	json      bool
+	quiet     bool
+	seed      uint64
+	only      *regexp.Regexp
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("toolbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.toolsvc, "toolsvc", "", "path of a built toolsvc binary (required)")
+	fs.IntVar(&o.n, "n", 200, "samples per latency figure")
+	fs.IntVar(&o.warm, "warmup", 20, "discarded warm-up samples per latency figure")
+	fs.IntVar(&o.rounds, "rounds", 10, "interleaved rounds the samples are spread over")
+	fs.IntVar(&o.streamN, "stream-n", 10, "64 MiB streams per streaming figure")
+	fs.IntVar(&o.startN, "start-n", 20, "toolsvc starts per start-up figure")
+	sandboxes := fs.String("sandboxes", "none,landlock", "toolsvc --sandbox values to measure, comma-separated")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+	fs.BoolVar(&o.quiet, "q", false, "no progress notes on stderr")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the round order (0: from the clock)")
+	only := fs.String("only", "", "measure only the figures whose id matches this regular expression (e.g. 'bash_true/|floor_exec_bash_true$')")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, errUsage
+	}
+	o.sandboxes = strings.Split(*sandboxes, ",")
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			fmt.Fprintf(stderr, "toolbench: --only: %v\n", err)
+			return o, errUsage
+		}
+		o.only = re
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "toolbench: unexpected arguments %q\n", fs.Args())
+		return o, errUsage
+	case o.toolsvc == "":
+		fmt.Fprintln(stderr, "toolbench: --toolsvc is required")
+		return o, errUsage
+	case o.n < 1 || o.warm < 0 || o.rounds < 1 || o.streamN < 0 || o.startN < 0:
+		fmt.Fprintln(stderr, "toolbench: -n and --rounds must be positive; --warmup, --stream-n and --start-n not negative")
+		return o, errUsage
+	}
+	for _, sb := range o.sandboxes {
+		if sb != "none" && sb != "landlock" {
+			fmt.Fprintf(stderr, "toolbench: --sandboxes: unknown backend %q\n", sb)
+			return o, errUsage
+		}
+	}
+	if o.seed == 0 {
+		o.seed = uint64(time.Now().UnixNano())
+	}
+	return o, nil
+}
+
+// run starts the children, measures, stops the children, removes the
+// temporary tree and prints the report.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	p := plan{n: o.n, warm: o.warm, rounds: o.rounds, streamN: o.streamN, startN: o.startN,
+		rng: rand.New(rand.NewPCG(o.seed, o.seed>>1|1)), progress: stderr}
+	if o.quiet {
+		p.progress = io.Discard
+	}
+	rep := &Report{Start: time.Now(), Machine: machine(), LoadBefore: loadAvg(),
+		Samples: o.n, Warmup: o.warm, Rounds: o.rounds, Seed: o.seed}
+
+	// Closers run in reverse order, whatever happens.
+	var closers []func() error
+	defer func() {
+		for _, c := range slices.Backward(closers) {
+			if cerr := c(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
+	}()
+
+	w, err := newWorkDir()
+	if err != nil {
+		return err
+	}
+	closers = append(closers, w.cleanup)
+
+	echo, echoAddr, err := startEcho(ctx)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, echo.stop)
+	echoConn, err := dial(echoAddr)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, echoConn.Close)
+	ping, err := openPing(ctx, echoConn)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, func() error { ping.close(); return nil })
+	figs := floorFigures(p, ping, echoConn)
+
+	for _, sb := range o.sandboxes {
+		root, err := w.workspace("root-" + sb)
+		if err != nil {
+			return err
+		}
+		svc, _, err := startToolsvc(ctx, o.toolsvc, sb, root, w)
+		if err != nil {
+			return err
+		}
+		var sessions []*session
+		closers = append(closers, func() error {
+			var errs []error
+			for _, s := range sessions {
+				errs = append(errs, s.close())
+			}
+			return errors.Join(append(errs, svc.stop())...)
+		})
+		sf, err := toolsvcFigures(ctx, p, svc, root, &sessions)
+		if err != nil {
+			return err
+		}
+		if rep.Machine.ToolsvcVersion == "" && len(sessions) > 0 {
+			rep.Machine.ToolsvcVersion = sessions[0].hello.GetExecutorVersion()
+		}
+		figs = append(figs, sf...)
+	}
+	for _, sb := range o.sandboxes {
+		f, err := startupFigure(p, o.toolsvc, sb, w)
+		if err != nil {
+			return err
+		}
+		figs = append(figs, f)
+	}
+
+	if o.only != nil {
+		figs = slices.DeleteFunc(figs, func(f *figure) bool { return !o.only.MatchString(f.id) })
+		if len(figs) == 0 {
+			return fmt.Errorf("--only %q matches no figure", o.only)
+		}
+	}
+	if err := runRounds(ctx, p, figs); err != nil {
+		return err
+	}
+	rep.LoadAfter = loadAvg()
+	rep.Duration = time.Since(rep.Start).Round(time.Second).String()
+	for _, f := range figs {
+		rep.Figures = append(rep.Figures, summarise(f))
+	}
+	rep.Ratios, rep.Confinement = evaluate(rep.Figures, o.sandboxes)
+	if o.json {
+		return writeJSON(stdout, rep)
+	}
+	return writeText(stdout, rep)
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// build compiles the toolsvc and toolbench commands into dir.
+func build(t *testing.T, dir string) (toolsvc, toolbench string) {
+	t.Helper()
+	toolsvc, toolbench = filepath.Join(dir, "toolsvc"), filepath.Join(dir, "toolbench")
+	for pkg, out := range map[string]string{"../toolsvc": toolsvc, ".": toolbench} {
+		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	return toolsvc, toolbench
+}
+
+// runBench runs the toolbench binary with a TMPDIR of its own and returns
+// its stdout; it fails the test if toolbench fails or leaves anything in
+// TMPDIR.
+func runBench(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	tmp := sandboxtest.Dir(t)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("toolbench %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("toolbench left %s in its TMPDIR", e.Name())
+	}
+	return stdout.String()
+}
+
+// checkNoSurvivors fails if a process of the built binaries, or a command
+// toolbench ran through toolsvc, is still alive.
+func checkNoSurvivors(t *testing.T, binDir string) {
+	t.Helper()
+	procs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		exe, _ := os.Readlink(p + "/exe")
+		cmdline, _ := os.ReadFile(p + "/cmdline")
+		if strings.HasPrefix(exe, binDir+string(filepath.Separator)) || bytes.Contains(cmdline, []byte("toolbench-ready")) {
+			t.Errorf("left running: %s %s %q", p, exe, cmdline)
+		}
+	}
+}
+
+var allIDs = []string{
+	"floor_grpc_pingpong", "floor_exec_bash_true", "floor_exec_bash_true_x32", "floor_grpc_stream_64mib",
+	"read_1kib/none", "bash_true/none", "bash_true_x32/none", "bash_stream_64mib/none", "abort_sleep/none", "startup_serving/none",
+	"read_1kib/landlock", "bash_true/landlock", "bash_true_x32/landlock", "bash_stream_64mib/landlock", "abort_sleep/landlock", "startup_serving/landlock",
+}
+
+// TestToolbench runs the real command against a real toolsvc and checks
+// that every figure, target and confinement row is printed. It asserts no
+// timing.
+func TestToolbench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs toolsvc")
+	}
+	binDir := t.TempDir()
+	toolsvc, toolbench := build(t, binDir)
+
+	out := runBench(t, toolbench, "--toolsvc", toolsvc, "-n", "5", "--warmup", "1", "--rounds", "2", "--stream-n", "1", "--start-n", "1", "-q")
+	want := append([]string{"load average", "targets", "cost of confinement"}, allIDs...)
+	for _, target := range targets {
+		for _, sb := range []string{"none", "landlock"} {
+			want = append(want, target.name+" (sandbox "+sb+")")
+		}
+	}
+	for _, s := range want {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q", s)
+		}
+	}
+	for _, name := range []string{"read_1kib", "bash_true", "bash_true_x32", "bash_stream_64mib", "abort_sleep", "startup_serving"} {
+		if !strings.Contains(out, "\n"+name+" ") {
+			t.Errorf("confinement table lacks %s", name)
+		}
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
+	}
+
+	out = runBench(t, toolbench, "--toolsvc", toolsvc, "--json", "-n", "2", "--warmup", "0", "--rounds", "1",
+		"--stream-n", "1", "--start-n", "1", "--sandboxes", "none", "-q")
+	var rep Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json output is not a Report: %v\n%s", err, out)
+	}
+	got := map[string]Summary{}
+	for _, f := range rep.Figures {
+		got[f.ID] = f
+	}
+	for _, id := range allIDs {
+		f, ok := got[id]
+		switch {
+		case strings.HasSuffix(id, "/landlock"):
+			if ok {
+				t.Errorf("--sandboxes none, yet %s was measured", id)
+			}
+		case !ok:
+			t.Errorf("--json lacks figure %s", id)
+		case f.N == 0 || f.Median <= 0:
+			t.Errorf("figure %s: n %d, median %v", id, f.N, f.Median)
+		}
+	}
+	if len(rep.Ratios) != len(targets) {
+		t.Errorf("--json has %d ratios, want %d: %+v", len(rep.Ratios), len(targets), rep.Ratios)
+	}
+	if rep.Machine.NProc == 0 || rep.LoadBefore == "" || rep.LoadAfter == "" {
+		t.Errorf("--json lacks machine or load: %+v", rep)
+	}
+	checkNoSurvivors(t, binDir)
+}
+
+func TestFlags(t *testing.T) {
+	for name, args := range map[string][]string{
+		"no toolsvc":      {"-n", "5"},
+		"zero samples":    {"--toolsvc", "x", "-n", "0"},
+		"bad sandbox":     {"--toolsvc", "x", "--sandboxes", "none,gvisor"},
+		"stray argument":  {"--toolsvc", "x", "extra"},
+		"unknown flag":    {"--toolsvc", "x", "--fast"},
+		"negative warmup": {"--toolsvc", "x", "--warmup", "-1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := parseFlags(args, io.Discard); !errors.Is(err, errUsage) {
+				t.Errorf("parseFlags(%q) = %v, want errUsage", args, err)
+			}
+		})
+	}
+	o, err := parseFlags([]string{"--toolsvc", "x"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.n != 200 || len(o.sandboxes) != 2 || o.seed == 0 {
+		t.Errorf("defaults: %+v", o)
+	}
+}
+
+func TestShareSpreadsSamples(t *testing.T) {
+	for _, c := range []struct{ n, rounds int }{{200, 10}, {5, 2}, {1, 10}, {10, 3}, {0, 4}} {
+		sum := 0
+		for r := range c.rounds {
+			k := share(c.n, c.rounds, r)
+			if k < 0 || k > c.n/c.rounds+1 {
+				t.Errorf("share(%d, %d, %d) = %d", c.n, c.rounds, r, k)
+			}
+			sum += k
+		}
+		if sum != c.n {
+			t.Errorf("share(%d, %d, ·) sums to %d", c.n, c.rounds, sum)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	vals := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, c := range []struct{ p, want float64 }{{50, 5}, {90, 9}, {10, 1}, {100, 10}, {0, 1}} {
+		if got := percentile(vals, c.p); got != c.want {
+			t.Errorf("percentile(1..10, %v) = %v, want %v", c.p, got, c.want)
+		}
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	sums := []Summary{
+		{ID: "floor_grpc_pingpong", N: 1, Median: 100},
+		{ID: "read_1kib/none", N: 1, Median: 140},
+		{ID: "read_1kib/landlock", N: 1, Median: 160},
+		{ID: "floor_grpc_stream_64mib", N: 1, Median: 500},
+		{ID: "bash_stream_64mib/none", N: 1, Median: 100},
+		{ID: "abort_sleep/none", N: 1, Median: 999, Unit: "µs"},
+	}
+	ratios, conf := evaluate(sums, []string{"none", "landlock"})
+	want := map[string]bool{"read_1kib/none": true, "read_1kib/landlock": false, "bash_stream_64mib/none": false, "abort_sleep/none": true}
+	if len(ratios) != len(want) {
+		t.Fatalf("got %d ratios, want %d: %+v", len(ratios), len(want), ratios)
+	}
+	for _, r := range ratios {
+		if met, ok := want[r.Figure]; !ok || r.Met != met {
+			t.Errorf("%s: value %v goal %s met %v, want met %v", r.Figure, r.Value, r.Goal, r.Met, met)
+		}
+	}
+	if len(conf) != 1 || conf[0].Figure != "read_1kib" || conf[0].Delta != 20 {
+		t.Errorf("confinement = %+v", conf)
+	}
+}

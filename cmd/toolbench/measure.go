@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+)
+
+// unit says how a figure's samples are summarised.
+type unit int
+
+const (
+	// latency figures are durations, reported in µs.
+	latency unit = iota
+	// throughput figures are bytes over a duration, reported in MiB/s.
+	throughput
+)
+
+// sampler takes one sample: how long it took and, for throughput figures,
+// how many bytes reached the client.
+type sampler func(ctx context.Context) (time.Duration, int64, error)
+
+// figure is one measured quantity and its samples.
+type figure struct {
+	id      string // stable key, e.g. "bash_true/landlock"
+	label   string
+	sandbox string // "" for floors
+	unit    unit
+	n, warm int
+	sample  sampler
+	// results
+	took    []time.Duration
+	bytes   []int64
+	dropped int64 // Progress bytes toolsvc said it did not deliver
+	// produced is the output of the command of each sample (stream only),
+	// whether or not it reached the client.
+	produced int64
+}
+
+// plan is the configuration of one run.
+type plan struct {
+	n, warm, rounds int
+	streamN, startN int
+	rng             *rand.Rand
+	progress        io.Writer // round-by-round notes; io.Discard for none
+}
+
+// runRounds warms every figure up, then takes their samples in p.rounds
+// rounds, each round visiting every figure once in a new random order and
+// taking that figure's share of samples.
+func runRounds(ctx context.Context, p plan, figs []*figure) error {
+	fmt.Fprintf(p.progress, "toolbench: warm-up\n")
+	for _, f := range figs {
+		for range f.warm {
+			if _, _, err := f.sample(ctx); err != nil {
+				return fmt.Errorf("%s (warm-up): %w", f.id, err)
+			}
+		}
+		f.dropped = 0
+	}
+	for r := range p.rounds {
+		fmt.Fprintf(p.progress, "toolbench: round %d/%d (load %s)\n", r+1, p.rounds, loadAvg())
+		for _, i := range p.rng.Perm(len(figs)) {
+			f := figs[i]
+			for range share(f.n, p.rounds, r) {
+				took, n, err := f.sample(ctx)
+				if err != nil {
+					return fmt.Errorf("%s: %w", f.id, err)
+				}
+				f.took = append(f.took, took)
+				f.bytes = append(f.bytes, n)
+			}
+		}
+	}
+	return nil
+}
+
+// share is how many of n samples round r of rounds takes.
+func share(n, rounds, r int) int {
+	return n*(r+1)/rounds - n*r/rounds
+}
+
+// floorFigures returns the floors: bare gRPC against the echo server and
+// bare os/exec spawns.
+func floorFigures(p plan, ping *pingStream, echo *grpc.ClientConn) []*figure {
+	return []*figure{
+		{id: "floor_grpc_pingpong", label: "floor: bare gRPC bidi ping-pong, 1 KiB each way", unit: latency, n: p.n, warm: p.warm,
+			sample: func(context.Context) (time.Duration, int64, error) {
+				d, err := ping.roundTrip()
+				return d, 0, err
+			}},
+		{id: "floor_exec_bash_true", label: "floor: os/exec `bash -c true`, output captured", unit: latency, n: p.n, warm: p.warm,
+			sample: func(ctx context.Context) (time.Duration, int64, error) {
+				d, err := timeBashTrue(ctx)
+				return d, 0, err
+			}},
+		{id: "floor_exec_bash_true_x32", label: "floor: 32 os/exec `bash -c true` at once, batch wall", unit: latency, n: p.n, warm: p.warm,
+			sample: func(ctx context.Context) (time.Duration, int64, error) {
+				d, err := timeBashTrueN(ctx, 32)
+				return d, 0, err
+			}},
+		{id: "floor_grpc_stream_64mib", label: "floor: bare gRPC server stream, 64 MiB in 64 KiB messages", unit: throughput, n: p.streamN, warm: 1,
+			sample: func(ctx context.Context) (time.Duration, int64, error) {
+				return floodOnce(ctx, echo)
+			}},
+	}
+}
+
+// toolsvcFigures returns the figures of one running toolsvc. The sessions
+// it opens are added to *sessions for the caller to close.
+func toolsvcFigures(ctx context.Context, p plan, svc *toolsvcProc, root string, sessions *[]*session) ([]*figure, error) {
+	open := func() (*session, error) {
+		s, err := openSession(ctx, svc)
+		if err != nil {
+			return nil, err
+		}
+		*sessions = append(*sessions, s)
+		return s, nil
+	}
+	readS, err := open()
+	if err != nil {
+		return nil, err
+	}
+	bashS, err := open()
+	if err != nil {
+		return nil, err
+	}
+	batchS, err := open()
+	if err != nil {
+		return nil, err
+	}
+	abortS, err := open()
+	if err != nil {
+		return nil, err
+	}
+	file, err := writeKiBFile(root)
+	if err != nil {
+		return nil, err
+	}
+	sb := svc.sandbox
+	suffix := " (sandbox " + sb + ")"
+	stream := &figure{id: "bash_stream_64mib/" + sb, label: "Bash `head -c 64MiB /dev/zero`, stdout as Progress" + suffix,
+		sandbox: sb, unit: throughput, n: p.streamN, warm: 1, produced: streamBytes}
+	stream.sample = func(ctx context.Context) (time.Duration, int64, error) {
+		return streamSample(ctx, svc, stream)
+	}
+	return []*figure{
+		{id: "read_1kib/" + sb, label: "Read of a 1 KiB file" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
+			sample: readSample(readS, file)},
+		{id: "bash_true/" + sb, label: "Bash `true`" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
+			sample: bashSample(bashS)},
+		{id: "bash_true_x32/" + sb, label: "32 Bash `true` in one message, batch wall" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
+			sample: batchSample(batchS, 32)},
+		stream,
+		{id: "abort_sleep/" + sb, label: "Abort of a running `sleep 30` to its Result" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
+			sample: abortSample(abortS)},
+	}, nil
+}
+
+// startupFigure measures process start to SERVING for fresh toolsvc
+// processes, each stopped again after its sample.
+func startupFigure(p plan, bin, sb string, w *workDir) (*figure, error) {
+	root, err := w.workspace("start-" + sb)
+	if err != nil {
+		return nil, err
+	}
+	return &figure{id: "startup_serving/" + sb, label: "toolsvc process start to SERVING health (sandbox " + sb + ")",
+		sandbox: sb, unit: latency, n: p.startN, warm: 1,
+		sample: func(ctx context.Context) (time.Duration, int64, error) {
+			svc, took, err := startToolsvc(ctx, bin, sb, root, w)
+			if err != nil {
+				return 0, 0, err
+			}
+			if err := svc.stop(); err != nil {
+				return 0, 0, err
+			}
+			return took, 0, nil
+		}}, nil
+}
+
+// writeKiBFile writes the 1 KiB file the Read figure reads: 16 lines of 64
+// bytes.
+func writeKiBFile(root string) (string, error) {
+	line := strings.Repeat("toolbench", 7) + "\n" // 64 bytes
+	path := filepath.Join(root, "one-kib.txt")
+	if err := os.WriteFile(path, []byte(strings.Repeat(line, 16)), 0o644); err != nil {
+		return "", fmt.Errorf("write read fixture: %w", err)
+	}
+	return path, nil
+}
+
+// readSample reads the file, alternating between two ranges so that no read
+// is answered with the "unchanged since last read" stub.
+func readSample(s *session, path string) sampler {
+	inputs := []string{
+		fmt.Sprintf(`{"file_path":%q}`, path),
+		fmt.Sprintf(`{"file_path":%q,"offset":1,"limit":16}`, path),
+	}
+	i := 0
+	return func(context.Context) (time.Duration, int64, error) {
+		in := inputs[i%2]
+		i++
+		start := time.Now()
+		id, err := s.send(s.newMessageID(), "Read", in)
+		if err != nil {
+			return 0, 0, err
+		}
+		r, err := s.result(id, nil)
+		took := time.Since(start)
+		if err != nil {
+			return 0, 0, err
+		}
+		if text := resultText(r); r.GetIsError() || len(text) < 1024 {
+			return 0, 0, fmt.Errorf("Read returned %d bytes (is_error %v): %.200q", len(text), r.GetIsError(), text)
+		}
+		return took, 0, nil
+	}
+}
+
+// bashSample runs Bash `true` and waits for its Result.
+func bashSample(s *session) sampler {
+	return func(context.Context) (time.Duration, int64, error) {
+		start := time.Now()
+		id, err := s.send(s.newMessageID(), "Bash", `{"command":"true"}`)
+		if err != nil {
+			return 0, 0, err
+		}
+		r, err := s.result(id, nil)
+		took := time.Since(start)
+		if err != nil {
+			return 0, 0, err
+		}
+		if r.GetIsError() {
+			return 0, 0, fmt.Errorf("Bash true failed: %s", resultText(r))
+		}
+		return took, 0, nil
+	}
+}
+
+// batchSample sends n Bash `true` of one assistant message and waits for
+// all n Results. It fails if toolsvc does not treat them as safe to run in
+// parallel, since the figure would then measure a serial queue.
+func batchSample(s *session, n int) sampler {
+	return func(context.Context) (time.Duration, int64, error) {
+		msg := s.newMessageID()
+		ids := make([]string, 0, n)
+		start := time.Now()
+		for range n {
+			id, err := s.send(msg, "Bash", `{"command":"true"}`)
+			if err != nil {
+				return 0, 0, err
+			}
+			ids = append(ids, id)
+		}
+		rs, err := s.results(ids, func(ev *executorv1.ExecuteResponse) error {
+			if a := ev.GetAccepted(); a != nil && !a.GetConcurrencySafe() {
+				return fmt.Errorf("toolsvc queued Bash true (%s) as not concurrency-safe", a.GetToolUseId())
+			}
+			return nil
+		})
+		took := time.Since(start)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, r := range rs {
+			if r.GetIsError() {
+				return 0, 0, fmt.Errorf("Bash true failed: %s", resultText(r))
+			}
+		}
+		return took, 0, nil
+	}
+}
+
+// abortSample starts `sleep 30`, waits until the command is running, then
+// times Abort to Result.
+func abortSample(s *session) sampler {
+	const ready = "toolbench-ready"
+	return func(context.Context) (time.Duration, int64, error) {
+		id, err := s.send(s.newMessageID(), "Bash", `{"command":"sleep 30"}`)
+		if err != nil {
+			return 0, 0, err
+		}
+		for {
+			ev, err := s.stream.Recv()
+			if err != nil {
+				return 0, 0, err
+			}
+			if ev.GetStarted().GetToolUseId() == id {
+				break
+			}
+		}
+		time.Sleep(2 * time.Millisecond) // let bash start sleep after its echo
+		start := time.Now()
+		if err := s.abort(id); err != nil {
+			return 0, 0, err
+		}
+		r, err := s.result(id, nil)
+		took := time.Since(start)
+		if err != nil {
+			return 0, 0, err
+		}
+		if r.GetOutcome() != executorv1.Outcome_OUTCOME_INTERRUPTED {
+			return 0, 0, fmt.Errorf("aborted call ended with %v: %s", r.GetOutcome(), resultText(r))
+		}
+		return took, 0, nil
+	}
+}
+
+// streamSample runs `head -c 64MiB /dev/zero` in a session of its own (so
+// the session's scratch copy of the output is removed after each sample)
+// and times ToolUse to Result. It returns the bytes that reached the client
+// in Progress events; those toolsvc reports dropped are added to f.dropped.
+// The command must have produced all 64 MiB (Progress total_bytes), but not
+// all of it need reach the client: toolsvc's Progress is for display and
+// may skip output, and the figure then shows it.
+func streamSample(ctx context.Context, svc *toolsvcProc, f *figure) (time.Duration, int64, error) {
+	s, err := openSession(ctx, svc)
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	id, err := s.send(s.newMessageID(), "Bash", fmt.Sprintf(`{"command":"head -c %d /dev/zero"}`, streamBytes))
+	if err != nil {
+		_ = s.close()
+		return 0, 0, err
+	}
+	var got, dropped int64
+	var total uint64
+	r, err := s.result(id, func(ev *executorv1.ExecuteResponse) error {
+		if p := ev.GetProgress(); p != nil && p.GetToolUseId() == id {
+			got += int64(len(p.GetOutput()))
+			dropped += int64(p.GetDroppedBytes())
+			total = max(total, p.GetTotalBytes())
+		}
+		return nil
+	})
+	took := time.Since(start)
+	if cerr := s.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	if r.GetIsError() {
+		return 0, 0, fmt.Errorf("stream command failed: %.300s", resultText(r))
+	}
+	if total != streamBytes && r.GetTruncation().GetOriginalBytes() != streamBytes {
+		return 0, 0, fmt.Errorf("the command's output was counted as %d bytes (Progress) / %d (Result), want %d",
+			total, r.GetTruncation().GetOriginalBytes(), streamBytes)
+	}
+	f.dropped += dropped
+	return took, got, nil
+}

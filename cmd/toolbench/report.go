@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Summary is one figure's statistics. Latencies are in µs. For MiB/s
+// figures Median is the median stream's rate, P90 the rate 90% of streams
+// reached or beat (the slow tail), and Mean the total bytes over the total
+// time.
+type Summary struct {
+	ID      string  `json:"id"`
+	Label   string  `json:"label"`
+	Sandbox string  `json:"sandbox,omitempty"`
+	Unit    string  `json:"unit"`
+	N       int     `json:"n"`
+	Median  float64 `json:"median"`
+	P90     float64 `json:"p90"`
+	Mean    float64 `json:"mean"`
+	// For Bash streams: the share of the command's output that reached the
+	// client in Progress events, the bytes toolsvc said it dropped, and the
+	// median rate at which the command's whole output went through toolsvc
+	// (64 MiB over the time to the Result), delivered or not.
+	DeliveredShare float64 `json:"delivered_share,omitempty"`
+	DroppedBytes   int64   `json:"dropped_bytes,omitempty"`
+	OutputMedian   float64 `json:"output_mib_per_s_median,omitempty"`
+}
+
+// Ratio compares a figure with its floor (or, with no floor, states an
+// absolute median) against a target of issue 3 or 4.
+type Ratio struct {
+	Target string  `json:"target"`
+	Issue  int     `json:"issue"`
+	Figure string  `json:"figure"`
+	Floor  string  `json:"floor,omitempty"`
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"` // "x" for ratios, "µs" for absolute
+	Goal   string  `json:"goal"`
+	Met    bool    `json:"met"`
+}
+
+// Confinement is the cost of the sandbox for one kind of call: the figure
+// with --sandbox landlock against the same figure with --sandbox none.
+type Confinement struct {
+	Figure  string  `json:"figure"`
+	Unit    string  `json:"unit"`
+	Off     float64 `json:"off_median"`
+	On      float64 `json:"on_median"`
+	Delta   float64 `json:"delta"`
+	OnToOff float64 `json:"on_to_off"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	NProc          int    `json:"nproc"`
+	CPU            string `json:"cpu"`
+	Kernel         string `json:"kernel"`
+	Go             string `json:"go"`
+	ToolsvcVersion string `json:"toolsvc_version"`
+}
+
+// Report is toolbench's whole output, also its --json form.
+type Report struct {
+	Start       time.Time     `json:"start"`
+	Duration    string        `json:"duration"`
+	Machine     Machine       `json:"machine"`
+	LoadBefore  string        `json:"load_before"`
+	LoadAfter   string        `json:"load_after"`
+	Samples     int           `json:"samples"`
+	Warmup      int           `json:"warmup"`
+	Rounds      int           `json:"rounds"`
+	Seed        uint64        `json:"seed"`
+	Figures     []Summary     `json:"figures"`
+	Ratios      []Ratio       `json:"ratios"`
+	Confinement []Confinement `json:"confinement"`
+}
+
+// summarise computes a figure's statistics from its samples.
+func summarise(f *figure) Summary {
+	s := Summary{ID: f.id, Label: f.label, Sandbox: f.sandbox, N: len(f.took), DroppedBytes: f.dropped}
+	if len(f.took) == 0 {
+		return s
+	}
+	var total time.Duration
+	var totalBytes int64
+	vals := make([]float64, len(f.took))
+	for i, d := range f.took {
+		total += d
+		totalBytes += f.bytes[i]
+		switch f.unit {
+		case latency:
+			vals[i] = us(d)
+		case throughput:
+			vals[i] = mibps(f.bytes[i], d)
+		}
+	}
+	slices.Sort(vals)
+	s.Median = percentile(vals, 50)
+	if f.produced > 0 {
+		s.DeliveredShare = float64(totalBytes) / float64(f.produced*int64(len(f.took)))
+		out := make([]float64, len(f.took))
+		for i, d := range f.took {
+			out[i] = mibps(f.produced, d)
+		}
+		slices.Sort(out)
+		s.OutputMedian = percentile(out, 50)
+	}
+	switch f.unit {
+	case latency:
+		s.Unit = "µs"
+		s.P90 = percentile(vals, 90)
+		s.Mean = us(total) / float64(len(vals))
+	case throughput:
+		s.Unit = "MiB/s"
+		s.P90 = percentile(vals, 10) // slow tail
+		s.Mean = mibps(totalBytes, total)
+	}
+	return s
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func mibps(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / (1 << 20) / d.Seconds()
+}
+
+// percentile is the nearest-rank p-th percentile of sorted values.
+func percentile(sorted []float64, p float64) float64 {
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// target is one goal of issue 3 or 4 on a figure id prefix.
+type target struct {
+	name    string
+	issue   int
+	figure  string // figure id without "/sandbox"
+	floor   string // floor figure id; "" for an absolute goal
+	goal    float64
+	atLeast bool // the value must be >= goal (throughput), else <= / <
+}
+
+var targets = []target{
+	{name: "Read 1 KiB / bare gRPC ping-pong", issue: 3, figure: "read_1kib", floor: "floor_grpc_pingpong", goal: 1.5},
+	{name: "Bash `true` / os/exec `bash -c true`", issue: 3, figure: "bash_true", floor: "floor_exec_bash_true", goal: 1.3},
+	{name: "stdout stream / bare gRPC 64 KiB stream", issue: 3, figure: "bash_stream_64mib", floor: "floor_grpc_stream_64mib", goal: 0.8, atLeast: true},
+	{name: "32 concurrent Bash `true` / 32 os/exec", issue: 3, figure: "bash_true_x32", floor: "floor_exec_bash_true_x32", goal: 1.5},
+	{name: "abort of running `sleep` to Result, median", issue: 3, figure: "abort_sleep", goal: 1000},
+}
+
+// evaluate computes every target's ratio for each sandbox measured, and the
+// cost of confinement.
+func evaluate(sums []Summary, sandboxes []string) ([]Ratio, []Confinement) {
+	byID := make(map[string]Summary, len(sums))
+	for _, s := range sums {
+		byID[s.ID] = s
+	}
+	var ratios []Ratio
+	for _, t := range targets {
+		for _, sb := range sandboxes {
+			fig, ok := byID[t.figure+"/"+sb]
+			if !ok || fig.N == 0 {
+				continue
+			}
+			issue := t.issue
+			if sb != "none" {
+				issue = 4 // issue 4 asks for issue 3's figures with the sandbox on
+			}
+			r := Ratio{Target: t.name + " (sandbox " + sb + ")", Issue: issue, Figure: fig.ID}
+			if t.floor == "" {
+				r.Value, r.Unit = fig.Median, fig.Unit
+				r.Goal = fmt.Sprintf("< %g %s", t.goal, fig.Unit)
+				r.Met = fig.Median < t.goal
+			} else {
+				fl := byID[t.floor]
+				if fl.N == 0 || fl.Median == 0 {
+					continue
+				}
+				r.Floor, r.Unit = fl.ID, "x"
+				r.Value = fig.Median / fl.Median
+				if t.atLeast {
+					r.Goal, r.Met = fmt.Sprintf(">= %gx", t.goal), r.Value >= t.goal
+				} else {
+					r.Goal, r.Met = fmt.Sprintf("<= %gx", t.goal), r.Value <= t.goal
+				}
+			}
+			ratios = append(ratios, r)
+		}
+	}
+	var conf []Confinement
+	for _, name := range []string{"read_1kib", "bash_true", "bash_true_x32", "bash_stream_64mib", "abort_sleep", "startup_serving"} {
+		off, on := byID[name+"/none"], byID[name+"/landlock"]
+		if off.N == 0 || on.N == 0 || off.Median == 0 {
+			continue
+		}
+		conf = append(conf, Confinement{Figure: name, Unit: on.Unit, Off: off.Median, On: on.Median,
+			Delta: on.Median - off.Median, OnToOff: on.Median / off.Median})
+	}
+	return ratios, conf
+}
+
+// writeText prints the report as tables.
+func writeText(w io.Writer, r *Report) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "toolbench %s (%s): %d samples per latency figure, %d warm-up, %d interleaved rounds, seed %d\n",
+		r.Start.UTC().Format(time.RFC3339), r.Duration, r.Samples, r.Warmup, r.Rounds, r.Seed)
+	fmt.Fprintf(bw, "machine: %d CPUs, %s, Linux %s, %s; toolsvc %s\n", r.Machine.NProc, r.Machine.CPU, r.Machine.Kernel, r.Machine.Go, r.Machine.ToolsvcVersion)
+	fmt.Fprintf(bw, "load average (1/5/15 min): before %s, after %s\n\n", r.LoadBefore, r.LoadAfter)
+
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "id\tunit\t    n\t   median\t      p90\t     mean\tfigure")
+	for _, s := range r.Figures {
+		fmt.Fprintf(tw, "%s\t%s\t%5d\t%9s\t%9s\t%9s\t%s\n", s.ID, s.Unit, s.N, num(s.Median), num(s.P90), num(s.Mean), s.Label)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(bw, "(MiB/s rows: median stream rate; p90 = rate 90% of streams reached; mean = all bytes / all time)")
+	for _, s := range r.Figures {
+		if s.OutputMedian > 0 {
+			fmt.Fprintf(bw, "note: %s: %.1f%% of the output reached the client as Progress (%d bytes reported dropped); the whole output went through toolsvc at %s MiB/s (median)\n",
+				s.ID, 100*s.DeliveredShare, s.DroppedBytes, num(s.OutputMedian))
+		}
+	}
+
+	fmt.Fprintln(bw, "\ntargets (ratios of medians measured in this run)")
+	tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "target\tissue\tvalue\tgoal\tmet")
+	for _, t := range r.Ratios {
+		met := "NOT MET"
+		if t.Met {
+			met = "met"
+		}
+		fmt.Fprintf(tw, "%s\t#%d\t%s %s\t%s\t%s\n", t.Target, t.Issue, num(t.Value), t.Unit, t.Goal, met)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	if len(r.Confinement) > 0 {
+		fmt.Fprintln(bw, "\ncost of confinement (median with --sandbox landlock vs --sandbox none)")
+		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "figure\tunit\t      off\t       on\t   on-off\t on/off")
+		for _, c := range r.Confinement {
+			fmt.Fprintf(tw, "%s\t%s\t%9s\t%9s\t%9s\t%6.2fx\n", c.Figure, c.Unit, num(c.Off), num(c.On), num(c.Delta), c.OnToOff)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// writeJSON prints the report as one JSON object.
+func writeJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// num formats a figure with a precision that suits its size.
+func num(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// machine describes this host.
+func machine() Machine {
+	m := Machine{NProc: runtime.NumCPU(), Go: runtime.Version(), CPU: "unknown", Kernel: "unknown"}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// loadAvg is the 1, 5 and 15 minute load average.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
