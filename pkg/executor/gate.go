@@ -85,7 +85,7 @@ func (g *gate) before(ctx context.Context, s *Session, c *call) (json.RawMessage
 	spec := c.tool.Spec()
 	policy := g.currentPolicy()
 	d := policy.Decide(g.request(s, spec, c.input))
-	decidedBy := d.Origin.String() + ":" + d.Rule
+	decidedBy := decider(d)
 	asked := false
 	switch d.Behavior {
 	case permission.Deny:
@@ -127,7 +127,7 @@ func (g *gate) before(ctx context.Context, s *Session, c *call) (json.RawMessage
 		// Rules apply to what will really run: a rewrite cannot reach
 		// what the rules deny.
 		if d2 := g.currentPolicy().Decide(g.request(s, spec, updated)); d2.Behavior == permission.Deny {
-			return nil, d2.Origin.String() + ":" + d2.Rule, tool.UseError(tool.OutcomeDenied, d2.Reason)
+			return nil, decider(d2), tool.UseError(tool.OutcomeDenied, d2.Reason)
 		} else if d2.Behavior == permission.Ask && !asked {
 			if res := g.ask(ctx, s, c, updated, d2.Reason, d2.Suggestion); res != nil {
 				return nil, "client", res
@@ -147,6 +147,15 @@ func (g *gate) before(ctx context.Context, s *Session, c *call) (json.RawMessage
 		decidedBy = "client"
 	}
 	return input, decidedBy, nil
+}
+
+// decider names what made a permission decision: "mode:<mode>", or the
+// rule prefixed by who set it ("operator:Bash(rm:*)", "session:Read").
+func decider(d permission.Decision) string {
+	if d.Origin == permission.OriginMode {
+		return d.Rule
+	}
+	return d.Origin.String() + ":" + d.Rule
 }
 
 func (g *gate) request(s *Session, spec tool.Spec, input json.RawMessage) permission.Request {
