@@ -81,72 +81,81 @@ func (g *gate) allowAlways(rule string) error {
 // before decides whether c may run. It returns the input to run with (a
 // PreToolUse hook may rewrite it), what decided, and a Result when the call
 // must not run.
+//
+// Deny rules are checked first. PreToolUse hooks run next, before the
+// client is asked anything: a hook may block the call, rewrite its input
+// (which the rules then judge again), ask, or allow — and a hook's allow
+// answers a question only the mode would have asked, never an ask rule.
 func (g *gate) before(ctx context.Context, s *Session, c *call) (json.RawMessage, string, *tool.Result) {
 	spec := c.tool.Spec()
 	policy := g.currentPolicy()
 	d := policy.Decide(g.request(s, spec, c.input))
-	decidedBy := decider(d)
-	asked := false
-	switch d.Behavior {
-	case permission.Deny:
-		return nil, decidedBy, tool.UseError(tool.OutcomeDenied, d.Reason)
-	case permission.Ask:
-		if res := g.ask(ctx, s, c, c.input, d.Reason, d.Suggestion); res != nil {
-			return nil, "client", res
+	if d.Behavior == permission.Deny {
+		return g.refuse(s, c, decider(d), tool.UseError(tool.OutcomeDenied, d.Reason))
+	}
+	input, decidedBy := c.input, decider(d)
+	var hookSays hook.Decision
+	var hookReason string
+	if g.hooks.Has(hook.PreToolUse) {
+		out := g.hooks.Run(ctx, s.env.Procs, hook.PreToolUse, hook.Input{
+			SessionID: s.id, Cwd: s.env.Cwd(), ToolName: spec.Name, ToolUseID: c.use.ID,
+			ToolInput: input, PermissionMode: string(policy.Mode()),
+		})
+		for _, e := range out.Errors {
+			s.log.Warn("PreToolUse hook error", "tool_use_id", c.use.ID, "error", e)
 		}
-		asked, decidedBy = true, "client"
-	}
-
-	input := c.input
-	if !g.hooks.Has(hook.PreToolUse) {
-		return input, decidedBy, nil
-	}
-	out := g.hooks.Run(ctx, s.env.Procs, hook.PreToolUse, hook.Input{
-		SessionID: s.id, Cwd: s.env.Cwd(), ToolName: spec.Name, ToolUseID: c.use.ID,
-		ToolInput: input, PermissionMode: string(policy.Mode()),
-	})
-	for _, e := range out.Errors {
-		s.log.Warn("PreToolUse hook error", "tool_use_id", c.use.ID, "error", e)
-	}
-	if ctx.Err() != nil {
-		return nil, decidedBy, interruptedResult(context.Cause(ctx))
-	}
-	if out.Block || out.Decision == hook.Deny {
-		reason := out.Reason
-		if reason == "" {
-			reason = out.DecisionReason
+		if ctx.Err() != nil {
+			return nil, decidedBy, interruptedResult(context.Cause(ctx))
 		}
-		return nil, out.DecidedBy, tool.UseError(tool.OutcomeDenied, hook.BlockedText(spec.Name, reason))
-	}
-	if out.UpdatedInput != nil {
-		updated, err := schema.Validate(spec.Name, spec.InputSchema, string(out.UpdatedInput))
-		if err != nil {
-			return nil, out.DecidedBy, tool.UseError(tool.OutcomeInvalidInput,
-				"A PreToolUse hook rewrote the input into one that is not valid: "+err.Error())
-		}
-		// Rules apply to what will really run: a rewrite cannot reach
-		// what the rules deny.
-		if d2 := g.currentPolicy().Decide(g.request(s, spec, updated)); d2.Behavior == permission.Deny {
-			return nil, decider(d2), tool.UseError(tool.OutcomeDenied, d2.Reason)
-		} else if d2.Behavior == permission.Ask && !asked {
-			if res := g.ask(ctx, s, c, updated, d2.Reason, d2.Suggestion); res != nil {
-				return nil, "client", res
+		if out.Block || out.Decision == hook.Deny {
+			reason := out.Reason
+			if reason == "" {
+				reason = out.DecisionReason
 			}
-			asked = true
+			return g.refuse(s, c, out.DecidedBy, tool.UseError(tool.OutcomeDenied, hook.BlockedText(spec.Name, reason)))
 		}
-		if err := c.tool.Validate(ctx, s.env, updated); err != nil {
-			return nil, out.DecidedBy, validationResult(err)
+		if out.UpdatedInput != nil {
+			updated, err := schema.Validate(spec.Name, spec.InputSchema, string(out.UpdatedInput))
+			if err != nil {
+				return g.refuse(s, c, out.DecidedBy, tool.UseError(tool.OutcomeInvalidInput,
+					"A PreToolUse hook rewrote the input into one that is not valid: "+err.Error()))
+			}
+			// The rules judge what will really run: a rewrite cannot reach
+			// what they deny, nor skip what they ask about.
+			d = g.currentPolicy().Decide(g.request(s, spec, updated))
+			if d.Behavior == permission.Deny {
+				return g.refuse(s, c, decider(d), tool.UseError(tool.OutcomeDenied, d.Reason))
+			}
+			if err := c.tool.Validate(ctx, s.env, updated); err != nil {
+				return g.refuse(s, c, out.DecidedBy, validationResult(err))
+			}
+			input, decidedBy = updated, decider(d)+"; "+out.DecidedBy
 		}
-		input = updated
-		decidedBy += "; " + out.DecidedBy
+		hookSays, hookReason = out.Decision, out.DecisionReason
+		if hookSays == hook.Allow && d.Behavior == permission.Ask && d.Origin == permission.OriginMode {
+			d.Behavior, decidedBy = permission.Allow, out.DecidedBy
+		}
 	}
-	if out.Decision == hook.Ask && !asked {
-		if res := g.ask(ctx, s, c, input, out.DecisionReason, ""); res != nil {
-			return nil, "client", res
+	switch {
+	case d.Behavior == permission.Ask:
+		if res := g.ask(ctx, s, c, input, d.Reason, d.Suggestion); res != nil {
+			return g.refuse(s, c, "client", res)
+		}
+		decidedBy = "client"
+	case hookSays == hook.Ask:
+		if res := g.ask(ctx, s, c, input, hookReason, ""); res != nil {
+			return g.refuse(s, c, "client", res)
 		}
 		decidedBy = "client"
 	}
+	s.log.Info("call allowed", "tool_use_id", c.use.ID, "tool", spec.Name, "decided_by", decidedBy)
 	return input, decidedBy, nil
+}
+
+// refuse logs a refused call and returns what before returns for it.
+func (g *gate) refuse(s *Session, c *call, decidedBy string, res *tool.Result) (json.RawMessage, string, *tool.Result) {
+	s.log.Info("call refused", "tool_use_id", c.use.ID, "tool", c.tool.Spec().Name, "decided_by", decidedBy, "outcome", res.FinalOutcome().String())
+	return nil, decidedBy, res
 }
 
 // decider names what made a permission decision: "mode:<mode>", or the
