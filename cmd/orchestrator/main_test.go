@@ -562,3 +562,32 @@ func pidsWith(arg string) []string {
 	}
 	return pids
 }
+
+// TestHeadlessInCurrentDirectory is the main job: `orchestrator -p` with no
+// executor flags works on the current directory, owned by whoever runs it,
+// through the in-process executor.
+func TestHeadlessInCurrentDirectory(t *testing.T) {
+	cwd := t.TempDir() // owned by the test's user, mode 0700
+	fake := fakeapi.New(t,
+		fakeapi.ToolTurn(fakeapi.ToolUse("toolu_w", "Write", map[string]any{"file_path": "hello.txt", "content": "hi\n"})),
+		fakeapi.EndTurn(fakeapi.Text("Wrote it.")),
+	)
+	cmd := exec.Command(orchestratorBin, "-p", "write hello.txt", "--permission-mode", "acceptEdits", "--sessions-dir", t.TempDir())
+	cmd.Dir = cwd
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL=" + fake.URL}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("orchestrator -p: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Wrote it.") {
+		t.Fatalf("output: %s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(cwd, "hello.txt"))
+	if err != nil || string(b) != "hi\n" {
+		t.Fatalf("hello.txt: %q %v", b, err)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Raw), "File created successfully at: hello.txt") {
+		t.Fatalf("second request does not carry the Write result: %d requests", len(reqs))
+	}
+}
