@@ -63,9 +63,9 @@ func Compile(ms []Matcher) (*Set, error) {
 		if !m.Event.valid() {
 			return nil, fmt.Errorf("hook: matcher %d (%q): unknown event %d", i, m.Matcher, int(m.Event))
 		}
-		match, err := compileMatcher(m.Matcher)
+		match, err := CompileMatcher(m.Matcher)
 		if err != nil {
-			return nil, fmt.Errorf("hook: %s matcher %q: %w", m.Event, m.Matcher, err)
+			return nil, fmt.Errorf("hook: %s: %w", m.Event, err)
 		}
 		for j, c := range m.Commands {
 			if strings.TrimSpace(c.Command) == "" {
@@ -85,8 +85,11 @@ func Compile(ms []Matcher) (*Set, error) {
 	return s, nil
 }
 
-// compileMatcher turns a tool-name matcher into a predicate.
-func compileMatcher(m string) (func(string) bool, error) {
+// CompileMatcher turns a tool-name matcher into a predicate. Empty or "*"
+// matches every tool; names joined by "|" match those names exactly;
+// anything else is a regular expression that must match the whole name
+// ("Notebook.*").
+func CompileMatcher(m string) (func(tool string) bool, error) {
 	if m == "" || m == "*" {
 		return func(string) bool { return true }, nil
 	}
@@ -103,7 +106,7 @@ func compileMatcher(m string) (func(string) bool, error) {
 	}
 	re, err := regexp.Compile("^(?:" + m + ")$")
 	if err != nil {
-		return nil, fmt.Errorf("bad regular expression: %w", err)
+		return nil, fmt.Errorf("matcher %q is not a valid regular expression: %w", m, err)
 	}
 	return re.MatchString, nil
 }

@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/toolwire/toolwire/pkg/hook"
 
 	"github.com/toolwire/toolwire/pkg/permission"
 )
@@ -60,7 +61,7 @@ var Events = []Event{PreToolUse, PostToolUse}
 // HookMatcher is one entry of an event's list: the tools it applies to and
 // the commands to run.
 type HookMatcher struct {
-	// Matcher selects tools by name; see CompileMatcher.
+	// Matcher selects tools by name; see hook.CompileMatcher.
 	Matcher string
 	// Hooks are run in parallel when the matcher matches.
 	Hooks []HookCommand
@@ -271,7 +272,7 @@ func (s Settings) problems() []problem {
 	}
 	for _, ev := range Events {
 		for i, m := range s.Hooks[ev] {
-			if _, err := CompileMatcher(m.Matcher); err != nil {
+			if _, err := hook.CompileMatcher(m.Matcher); err != nil {
 				out = append(out, problem{path: []any{"hooks", string(ev), i, "matcher"}, err: err})
 			}
 			if len(m.Hooks) == 0 {
@@ -303,40 +304,6 @@ func (p problem) at(data []byte, off int) *Error {
 		e.Line, e.Column = lineColumn(data, off)
 	}
 	return e
-}
-
-// CompileMatcher compiles a hook matcher. Empty or "*" matches every tool;
-// tool names joined by "|" match those names exactly; anything else is a
-// regular expression that must match the whole name ("Notebook.*").
-func CompileMatcher(m string) (func(tool string) bool, error) {
-	if m == "" || m == "*" {
-		return func(string) bool { return true }, nil
-	}
-	if isNameList(m) {
-		names := strings.Split(m, "|")
-		return func(tool string) bool {
-			for _, n := range names {
-				if n == tool {
-					return true
-				}
-			}
-			return false
-		}, nil
-	}
-	re, err := regexp.Compile("^(?:" + m + ")$")
-	if err != nil {
-		return nil, fmt.Errorf("matcher %q is not a valid regular expression: %w", m, err)
-	}
-	return re.MatchString, nil
-}
-
-func isNameList(m string) bool {
-	for _, c := range m {
-		if !(c == '|' || c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // jsonError locates a decoding error.

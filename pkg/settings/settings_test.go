@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolwire/toolwire/pkg/permission"
+	"github.com/toolwire/toolwire/pkg/hook"
+
 	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/pkg/permission"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -188,7 +191,7 @@ func TestCompileMatcher(t *testing.T) {
 		{".*Edit", []string{"Edit", "NotebookEdit"}, []string{"Editor"}},
 	}
 	for _, tt := range tests {
-		m, err := CompileMatcher(tt.matcher)
+		m, err := hook.CompileMatcher(tt.matcher)
 		if err != nil {
 			t.Fatalf("%q: %v", tt.matcher, err)
 		}
@@ -203,7 +206,7 @@ func TestCompileMatcher(t *testing.T) {
 			}
 		}
 	}
-	if _, err := CompileMatcher("a[b"); err == nil {
+	if _, err := hook.CompileMatcher("a[b"); err == nil {
 		t.Error("bad regexp accepted")
 	}
 }
