@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -56,7 +58,7 @@ func BenchmarkLoopOverhead(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			root := workspaceDir(b)
+			root := sandboxtest.Dir(b)
 			for f := range 10 {
 				if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("f%d.txt", f)), []byte("line one\nvalue v0\n"), 0o644); err != nil {
 					b.Fatal(err)

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
+
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -51,25 +53,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-// workspaceDir returns a directory the sandbox's unprivileged user can use.
-func workspaceDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "orchestrator-ws-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if os.Geteuid() == 0 {
-		if err := os.Chown(dir, 65534, 65534); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
 
 // startToolsvc runs `toolsvc serve` on a free loopback port.
@@ -168,7 +151,7 @@ func TestNoAPIKey(t *testing.T) {
 // and a `toolsvc serve` on another port: a multi-turn tool conversation, then
 // a second invocation that resumes it.
 func TestHeadlessWithRemoteToolsvc(t *testing.T) {
-	root := workspaceDir(t)
+	root := sandboxtest.Dir(t)
 	if err := os.WriteFile(filepath.Join(root, "input.txt"), []byte("forty-two\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +211,7 @@ func TestHeadlessWithRemoteToolsvc(t *testing.T) {
 }
 
 func TestHeadlessStreamJSON(t *testing.T) {
-	root := workspaceDir(t)
+	root := sandboxtest.Dir(t)
 	fake := fakeapi.New(t,
 		fakeapi.Overloaded(),
 		fakeapi.Cut(1,
@@ -278,7 +261,7 @@ func TestHeadlessMaxTurns(t *testing.T) {
 	fake.SetFallback(func(r *fakeapi.Request) fakeapi.Reply {
 		return fakeapi.ToolTurn(fakeapi.ToolUse(fmt.Sprintf("toolu_%d", r.Index), "Glob", map[string]any{"pattern": "*"}))
 	})
-	r := runCLI(t, fake, "-p", "loop", "--root", workspaceDir(t), "--max-turns", "2", "--output-format", "json", "--sessions-dir", t.TempDir())
+	r := runCLI(t, fake, "-p", "loop", "--root", sandboxtest.Dir(t), "--max-turns", "2", "--output-format", "json", "--sessions-dir", t.TempDir())
 	var res resultJSON
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
@@ -290,7 +273,7 @@ func TestHeadlessMaxTurns(t *testing.T) {
 
 func TestHeadlessTextAndDisallowedTools(t *testing.T) {
 	fake := fakeapi.New(t, fakeapi.EndTurn(fakeapi.Text("Hi there.")))
-	r := runCLI(t, fake, "-p", "--disallowedTools", "Bash,Write", "hello", "--root", workspaceDir(t), "--sessions-dir", t.TempDir())
+	r := runCLI(t, fake, "-p", "--disallowedTools", "Bash,Write", "hello", "--root", sandboxtest.Dir(t), "--sessions-dir", t.TempDir())
 	if r.code != 0 || r.stdout != "Hi there.\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
@@ -361,7 +344,7 @@ func startServe(t *testing.T, fake *fakeapi.Server, args ...string) (string, fun
 // it, starts it again on the same session directory and continues the
 // conversation.
 func TestServeSurvivesRestart(t *testing.T) {
-	root := workspaceDir(t)
+	root := sandboxtest.Dir(t)
 	toolsvc := startToolsvc(t, root)
 	fake := fakeapi.New(t,
 		fakeapi.ToolTurn(fakeapi.ToolUse("toolu_1", "Bash", map[string]any{"command": "echo hello > hello.txt"})),
@@ -440,7 +423,7 @@ func TestServeSurvivesRestart(t *testing.T) {
 // result, stops it on the executor (which still holds the session) and the
 // conversation goes on.
 func TestServeCrashMidTurn(t *testing.T) {
-	root := workspaceDir(t)
+	root := sandboxtest.Dir(t)
 	toolsvc := startToolsvc(t, root)
 	fake := fakeapi.New(t,
 		fakeapi.ToolTurn(fakeapi.ToolUse("toolu_long", "Bash", map[string]any{"command": "sleep 28.6421"})),

@@ -3,10 +3,11 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 
 	"go.uber.org/goleak"
 
@@ -39,7 +40,7 @@ type harness struct {
 
 func newHarness(t *testing.T, replies ...fakeapi.Reply) *harness {
 	t.Helper()
-	h := &harness{t: t, root: workspaceDir(t), storeDir: t.TempDir(), fake: fakeapi.New(t, replies...)}
+	h := &harness{t: t, root: sandboxtest.Dir(t), storeDir: t.TempDir(), fake: fakeapi.New(t, replies...)}
 	emb, err := embedded.Start(context.Background(), embedded.Config{Root: h.root})
 	if err != nil {
 		t.Fatalf("start embedded executor: %v", err)
@@ -56,23 +57,6 @@ func newHarness(t *testing.T, replies ...fakeapi.Reply) *harness {
 // workspaceDir returns a workspace the sandbox's unprivileged user can use:
 // when the tests run as root, tool processes run as the workspace's owner,
 // so it is given to nobody.
-func workspaceDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "toolwire-orchestrator-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if os.Geteuid() == 0 {
-		if err := os.Chown(dir, 65534, 65534); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 // open starts an orchestrator on the harness's store directory.
 func (h *harness) open() {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
+
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -41,7 +43,7 @@ type env struct {
 
 func newEnv(t *testing.T, replies ...fakeapi.Reply) *env {
 	t.Helper()
-	e := &env{fake: fakeapi.New(t, replies...), root: workspaceDir(t)}
+	e := &env{fake: fakeapi.New(t, replies...), root: sandboxtest.Dir(t)}
 	emb, err := embedded.Start(context.Background(), embedded.Config{Root: e.root})
 	if err != nil {
 		t.Fatal(err)
@@ -81,25 +83,6 @@ func newEnv(t *testing.T, replies ...fakeapi.Reply) *env {
 	t.Cleanup(func() { conn.Close() })
 	e.client = orchestratorv1.NewOrchestratorServiceClient(conn)
 	return e
-}
-
-func workspaceDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "toolwire-orchgrpc-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if os.Geteuid() == 0 {
-		// Tool processes run as the workspace's owner when we are root.
-		if err := os.Chown(dir, 65534, 65534); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
 
 var bypass = &orchestratorv1.SessionConfig{Settings: &executorv1.Settings{Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS}}
