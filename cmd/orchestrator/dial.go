@@ -7,10 +7,10 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/embedded"
+	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 )
 
@@ -21,6 +21,7 @@ const embeddedAddr = "embedded"
 // on first use, or remote ones over one connection per address.
 type dialer struct {
 	embeddedCfg embedded.Config
+	security    *rpcauth.ClientConfig // TLS and token of remote executors
 	log         *slog.Logger
 
 	mu    sync.Mutex // guards the fields below
@@ -28,8 +29,8 @@ type dialer struct {
 	conns map[string]*grpc.ClientConn
 }
 
-func newDialer(cfg embedded.Config, log *slog.Logger) *dialer {
-	return &dialer{embeddedCfg: cfg, log: log, conns: map[string]*grpc.ClientConn{}}
+func newDialer(cfg embedded.Config, security *rpcauth.ClientConfig, log *slog.Logger) *dialer {
+	return &dialer{embeddedCfg: cfg, security: security, log: log, conns: map[string]*grpc.ClientConn{}}
 }
 
 // Dial returns a client for addr ("embedded" or host:port).
@@ -53,14 +54,14 @@ func (d *dialer) Dial(ctx context.Context, addr string) (executorv1.ExecutorServ
 		if _, ok := rpcserver.UnixPath(addr); !ok {
 			target = "passthrough:///" + addr
 		}
-		var err error
-		// Plaintext for now: authentication and TLS come with the
-		// separate-hosts work.
-		conn, err = grpc.NewClient(target,
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+		secure, err := d.security.DialOptions(addr)
+		if err != nil {
+			return nil, fmt.Errorf("executor %s: %w", addr, err)
+		}
+		conn, err = grpc.NewClient(target, append(secure,
 			grpc.WithKeepaliveParams(rpcserver.ClientKeepalive),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes), grpc.MaxCallSendMsgSize(rpcserver.MaxMessageBytes)),
-		)
+		)...)
 		if err != nil {
 			return nil, fmt.Errorf("connect to executor %s: %w", addr, err)
 		}

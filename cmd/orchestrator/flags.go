@@ -10,6 +10,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 )
 
@@ -66,6 +67,8 @@ type common struct {
 	runAs          string
 	logFormat      string
 	logLevel       string
+
+	executorSecurity *rpcauth.ClientConfig // TLS and token of the link to a remote executor
 }
 
 func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
@@ -82,6 +85,7 @@ func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
 	fs.StringVar(&c.runAs, "run-as", "", "user the in-process executor runs tools as (default: the user running orchestrator, so tools can change your files; a remote toolsvc drops to an unprivileged user by default)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: json or text")
 	fs.StringVar(&c.logLevel, "log-level", defaultLogLevel, "log level: debug, info, warn, error")
+	c.executorSecurity = rpcauth.RegisterClientFlags(fs, "executor-")
 }
 
 func (c *common) executorAddr() string {
@@ -108,6 +112,17 @@ func (c *common) embeddedUser() string {
 		return c.runAs
 	}
 	return fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+}
+
+// checkExecutorSecurity fails early when the --executor-* security flags
+// cannot connect to a remote --executor (bad files, plaintext TCP without
+// --executor-insecure).
+func (c *common) checkExecutorSecurity() error {
+	if c.executor == "" {
+		return nil
+	}
+	_, err := c.executorSecurity.DialOptions(c.executor)
+	return err
 }
 
 // modelClient builds the model client from the environment and flags.

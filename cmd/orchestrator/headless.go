@@ -106,7 +106,11 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return 1, fmt.Errorf("become child subreaper: %w", err)
 		}
 	}
-	dial := newDialer(c.embeddedConfig(log), log)
+	c.executorSecurity.Getenv = getenv
+	if err := c.checkExecutorSecurity(); err != nil {
+		return 1, err
+	}
+	dial := newDialer(c.embeddedConfig(log), c.executorSecurity, log)
 	defer dial.Close()
 	orch, err := orchestrator.New(orchestrator.Config{
 		Model:           client,

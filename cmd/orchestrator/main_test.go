@@ -64,7 +64,7 @@ func startToolsvc(t testing.TB, root string) string {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(toolsvcBin, "serve", "--listen", addr, "--root", root, "--log-format", "text")
+	cmd := exec.Command(toolsvcBin, "serve", "--listen", addr, "--insecure", "--root", root, "--log-format", "text")
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
@@ -168,7 +168,7 @@ func TestHeadlessWithRemoteToolsvc(t *testing.T) {
 		fakeapi.EndTurn(fakeapi.Text("The answer is in answer.txt.")),
 	)
 	sessions := t.TempDir()
-	r := runCLI(t, fake, "-p", "turn the input into a number", "--executor", addr,
+	r := runCLI(t, fake, "-p", "turn the input into a number", "--executor", addr, "--executor-insecure",
 		"--output-format", "json", "--sessions-dir", sessions, "--permission-mode", "bypassPermissions", "--model", "claude-cli-test")
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
@@ -200,7 +200,7 @@ func TestHeadlessWithRemoteToolsvc(t *testing.T) {
 
 	// A second invocation resumes the session with its whole history.
 	fake.Push(fakeapi.EndTurn(fakeapi.Text("Still 42.")))
-	r = runCLI(t, fake, "-p", "and now?", "--resume", res.SessionID, "--executor", addr, "--sessions-dir", sessions)
+	r = runCLI(t, fake, "-p", "and now?", "--resume", res.SessionID, "--executor", addr, "--executor-insecure", "--sessions-dir", sessions)
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "Still 42." {
 		t.Fatalf("resume: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
@@ -299,7 +299,7 @@ func startServe(t *testing.T, fake *fakeapi.Server, args ...string) (string, fun
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(orchestratorBin, append([]string{"serve", "--listen", addr}, args...)...)
+	cmd := exec.Command(orchestratorBin, append([]string{"serve", "--listen", addr, "--insecure"}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL=" + fake.URL}
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
@@ -352,7 +352,7 @@ func TestServeSurvivesRestart(t *testing.T) {
 		fakeapi.EndTurn(fakeapi.Text("Still here.")),
 	)
 	sessions := t.TempDir()
-	args := []string{"--executor", toolsvc, "--sessions-dir", sessions, "--log-format", "json"}
+	args := []string{"--executor", toolsvc, "--executor-insecure", "--sessions-dir", sessions, "--log-format", "json"}
 	addr, stop := startServe(t, fake, args...)
 
 	turn := func(addr, id, text string) *orchv1.TurnComplete {
@@ -429,7 +429,7 @@ func TestServeCrashMidTurn(t *testing.T) {
 		fakeapi.ToolTurn(fakeapi.ToolUse("toolu_long", "Bash", map[string]any{"command": "sleep 28.6421"})),
 	)
 	sessions := t.TempDir()
-	args := []string{"--executor", toolsvc, "--sessions-dir", sessions, "--log-format", "json"}
+	args := []string{"--executor", toolsvc, "--executor-insecure", "--sessions-dir", sessions, "--log-format", "json"}
 	addr, _ := startServe(t, fake, args...)
 
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -14,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/orchgrpc"
+	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/telemetry"
@@ -27,6 +28,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	c.register(fs, "info")
 	listen := fs.String("listen", "127.0.0.1:7071", `address to serve on: "host:port" or "unix:///path/to.sock"`)
 	grace := fs.Duration("grace", 10*time.Second, "on shutdown, how long streams may finish before they are cut")
+	security := rpcauth.RegisterServerFlags(fs)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -35,6 +37,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	}
 	log, err := telemetry.NewLogger(stderr, c.logFormat, c.logLevel)
 	if err != nil {
+		return err
+	}
+	security.Getenv = getenv
+	c.executorSecurity.Getenv = getenv
+	secure, err := security.ServerOptions(*listen)
+	if err != nil {
+		return err
+	}
+	if err := c.checkExecutorSecurity(); err != nil {
 		return err
 	}
 	client, err := c.modelClient(getenv, log)
@@ -58,7 +69,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 			return fmt.Errorf("become child subreaper: %w", err)
 		}
 	}
-	dial := newDialer(c.embeddedConfig(log), log)
+	dial := newDialer(c.embeddedConfig(log), c.executorSecurity, log)
 	defer dial.Close()
 	orch, err := orchestrator.New(orchestrator.Config{
 		Model:           client,
@@ -80,7 +91,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		orch.Close()
 		return err
 	}
-	srv := rpcserver.New(log)
+	srv := rpcserver.New(log, secure...)
 	orchestratorv1.RegisterOrchestratorServiceServer(srv.Server, orchgrpc.NewServer(orch, log))
 	srv.Health.SetServingStatus(orchestratorv1.OrchestratorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	serveErr := make(chan error, 1)

@@ -11,13 +11,13 @@ import (
 	"io"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/permission"
+	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/settings"
@@ -36,6 +36,7 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	mode := fs.String("permission-mode", "bypassPermissions", "session permission mode: default, acceptEdits, plan or bypassPermissions (operator rules of the executor still apply)")
 	askAnswer := fs.String("ask", "deny", `answer to permission requests: "allow" (once) or "deny"`)
 	config := executorFlags(fs)
+	security := rpcauth.RegisterClientFlags(fs, "")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: toolsvc call (--addr ADDR | --embedded) [flags] < tool_uses.json
 
@@ -80,8 +81,12 @@ Flags:
 		defer ex.Close()
 		client = ex.Client()
 	} else {
-		conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes)))
+		secure, err := security.DialOptions(*addr)
+		if err != nil {
+			return err
+		}
+		conn, err := grpc.NewClient(*addr, append(secure,
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes)))...)
 		if err != nil {
 			return fmt.Errorf("connect to %s: %w", *addr, err)
 		}
@@ -149,11 +154,11 @@ func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open
 		return nil, fmt.Errorf("open Execute stream: %w", err)
 	}
 	if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: open}}); err != nil {
-		return nil, fmt.Errorf("send open: %w", err)
+		return nil, fmt.Errorf("send open: %w", streamErr(stream, err))
 	}
 	for _, u := range uses {
 		if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_ToolUse{ToolUse: u}}); err != nil {
-			return nil, fmt.Errorf("send tool_use %s: %w", u.GetId(), err)
+			return nil, fmt.Errorf("send tool_use %s: %w", u.GetId(), streamErr(stream, err))
 		}
 	}
 	// The send side stays open until every result is in: permission
@@ -201,6 +206,22 @@ func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open
 		return results, fmt.Errorf("the stream ended before %d call(s) got a result", len(want))
 	}
 	return results, nil
+}
+
+// streamErr returns the status that ended the stream when Send reports
+// only io.EOF (for example an Unauthenticated refusal).
+func streamErr(stream executorv1.ExecutorService_ExecuteClient, err error) error {
+	if !errors.Is(err, io.EOF) {
+		return err
+	}
+	for {
+		if _, rerr := stream.Recv(); rerr != nil {
+			if rerr == io.EOF {
+				return err
+			}
+			return rerr
+		}
+	}
 }
 
 // block is the part of an Anthropic content block toolsvc call reads.

@@ -131,7 +131,7 @@ func startServe(t *testing.T, root string, extra ...string) (string, *exec.Cmd) 
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
-	cmd := exec.Command(toolsvcBin, append([]string{"serve", "--listen", addr, "--root", root, "--log-format", "text"}, extra...)...)
+	cmd := exec.Command(toolsvcBin, append([]string{"serve", "--listen", addr, "--insecure", "--root", root, "--log-format", "text"}, extra...)...)
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
@@ -178,7 +178,7 @@ func TestServeOverTCPAndCall(t *testing.T) {
 	addr, _ := startServe(t, root)
 	in := `[{"type":"tool_use","id":"g","name":"Grep","input":{"pattern":"needle"}},
 	        {"type":"tool_use","id":"l","name":"Glob","input":{"pattern":"*.txt"}}]`
-	rs := runCall(t, in, "--addr", addr)
+	rs := runCall(t, in, "--insecure", "--addr", addr)
 	if len(rs) != 2 || rs[0].Content != "Found 1 file\na.txt" || rs[1].Content != "a.txt" {
 		t.Fatalf("results %+v", rs)
 	}
@@ -237,7 +237,7 @@ func TestServeOperatorSettingsCannotBeLoosened(t *testing.T) {
 	}
 	addr, _ := startServe(t, root, "--settings", settingsFile)
 	in := `{"type":"tool_use","id":"rm","name":"Bash","input":{"command":"touch keep && bash -c 'rm keep'"}}`
-	rs := runCall(t, in, "--addr", addr, "--permission-mode", "bypassPermissions")
+	rs := runCall(t, in, "--insecure", "--addr", addr, "--permission-mode", "bypassPermissions")
 	content, _ := rs[0].Content.(string)
 	if rs[0].IsError == nil || !*rs[0].IsError || !strings.Contains(content, "Bash(rm:*)") {
 		t.Fatalf("operator deny rule did not hold in bypass mode: %+v", rs)

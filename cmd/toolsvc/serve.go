@@ -12,6 +12,7 @@ import (
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/execsvc"
+	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/telemetry"
@@ -25,6 +26,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	config := executorFlags(fs)
+	security := rpcauth.RegisterServerFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return err
@@ -43,15 +45,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := sandbox.BecomeSubreaper(); err != nil {
 		return fmt.Errorf("become child subreaper: %w", err)
 	}
+	secure, err := security.ServerOptions(*listen)
+	if err != nil {
+		return err
+	}
 	ex, err := execsvc.New(cfg)
 	if err != nil {
 		return err
 	}
 	lis, err := rpcserver.Listen(*listen)
 	if err != nil {
+		ex.Close()
 		return err
 	}
-	srv := rpcserver.New(log)
+	srv := rpcserver.New(log, secure...)
 	executorv1.RegisterExecutorServiceServer(srv.Server, execgrpc.NewServer(ex, log))
 	srv.Health.SetServingStatus(executorv1.ExecutorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	serveErr := make(chan error, 1)

@@ -105,10 +105,10 @@ func TestGrpcurlSeesBothServers(t *testing.T) {
 
 	execAddr, orchAddr := freeAddr(t), freeAddr(t)
 	start(t, nil, "toolwire.executor.v1.ExecutorService", execAddr,
-		toolsvc, "serve", "--listen", execAddr, "--root", sandboxtest.Dir(t))
+		toolsvc, "serve", "--listen", execAddr, "--insecure", "--root", sandboxtest.Dir(t))
 	// The model is never called here; a key must exist for serve to start.
 	start(t, []string{"ANTHROPIC_API_KEY=unused", "ANTHROPIC_BASE_URL=http://127.0.0.1:9"}, "toolwire.orchestrator.v1.OrchestratorService", orchAddr,
-		orch, "serve", "--listen", orchAddr, "--executor", execAddr, "--sessions-dir", t.TempDir())
+		orch, "serve", "--listen", orchAddr, "--insecure", "--executor", execAddr, "--executor-insecure", "--sessions-dir", t.TempDir())
 
 	run := func(args ...string) string {
 		t.Helper()
