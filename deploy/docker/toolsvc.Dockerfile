@@ -1,0 +1,45 @@
+# toolsvc, the sandboxed tool executor, in a container.
+#
+# The binary is built on the host and copied in; this file compiles nothing:
+#
+#   ctx=$(mktemp -d)
+#   CGO_ENABLED=0 go build -trimpath -o "$ctx/toolsvc" ./cmd/toolsvc
+#   cp deploy/docker/toolsvc-entrypoint "$ctx/"
+#   docker build -f deploy/docker/toolsvc.Dockerfile -t toolwire/toolsvc "$ctx"
+#
+# BASE defaults to Debian's slim image, which lacks ripgrep: the build then
+# installs it with apt (so it needs network). scripts/base-image builds
+# toolwire/base:bookworm, which already has everything; with
+# --build-arg BASE=toolwire/base:bookworm the build installs nothing.
+#
+# Tools run as the user "tool", uid TOOL_UID. Give each toolsvc image that
+# shares a host its own uid: per-user limits such as RLIMIT_NPROC count
+# every process of a uid on the host.
+#
+# Run it as docs/security.md describes: with the capabilities the sandbox
+# needs and no others, a private cgroup namespace, a read-only root, and TLS
+# credentials mounted from the host (on its TCP address toolsvc refuses to
+# serve plaintext unless told --insecure).
+ARG BASE=debian:bookworm-slim
+FROM ${BASE}
+ARG TOOL_UID=10001
+
+RUN set -eu; \
+    if ! command -v rg >/dev/null || ! command -v ps >/dev/null || [ ! -e /etc/ssl/certs/ca-certificates.crt ]; then \
+        apt-get update; \
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ripgrep procps ca-certificates; \
+        rm -rf /var/lib/apt/lists/*; \
+    fi; \
+    groupadd --system --gid "$TOOL_UID" tool; \
+    useradd --system --uid "$TOOL_UID" --gid tool --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin tool; \
+    install -d -o tool -g tool -m 0750 /workspace; \
+    install -d -m 0755 /run/toolsvc/cgroup2
+
+COPY toolsvc toolsvc-entrypoint /usr/local/bin/
+
+# toolsvc itself stays root inside the container: it needs CAP_SYS_ADMIN for
+# the tools' network namespace and root to switch tools to the "tool" user.
+# Tools never run as root.
+WORKDIR /workspace
+EXPOSE 7070
+ENTRYPOINT ["/usr/local/bin/toolsvc-entrypoint", "--listen", "0.0.0.0:7070", "--root", "/workspace", "--run-as", "tool"]
