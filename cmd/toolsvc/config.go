@@ -35,6 +35,12 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		backend      = fs.String("sandbox", "landlock", `process confinement: "landlock" or "none" (no confinement; only when you mean it)`)
 		network      = fs.String("network", "none", `network of tool processes: "none" (loopback only) or "host"`)
 		runAs        = fs.String("run-as", "", "user tool processes run as when toolsvc runs as root (default: the workspace owner, or nobody)")
+		fsync        = fs.Bool("fsync", false, "fsync every file write before it is renamed into place (durable across power loss; slower)")
+		cpuTime      = fs.Duration("limit-cpu", 0, "CPU time of each tool process (0: unlimited)")
+		memory       = fs.Int64("limit-memory", 0, "memory of each call in bytes (0: unlimited)")
+		processes    = fs.Int("limit-processes", 0, "processes of each call (0: unlimited)")
+		fileSize     = fs.Int64("limit-file-size", 0, "largest file a tool process may write, in bytes (0: unlimited)")
+		openFiles    = fs.Int("limit-open-files", 0, "open files of each tool process (0: unlimited)")
 		settingsFile = fs.String("settings", "", "operator settings file (Claude Code settings.json shape): permission rules, mode and hooks every session gets and cannot loosen")
 		readOnly     listFlag
 		readWrite    listFlag
@@ -55,6 +61,7 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		}
 		cfg := execsvc.Config{
 			Operator:    operator,
+			Durable:     *fsync,
 			Root:        *root,
 			SessionDirs: *sessionDirs,
 			ReadOnly:    readOnly,
@@ -70,9 +77,13 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 			PermissionTimeout: *permTimeout,
 			Version:           version,
 			Sandbox: sandbox.Config{
-				Backend:       *backend,
-				Network:       *network,
-				RunAsUser:     *runAs,
+				Backend:   *backend,
+				Network:   *network,
+				RunAsUser: *runAs,
+				Limits: sandbox.Limits{
+					CPUTime: *cpuTime, Memory: *memory, Processes: *processes,
+					FileSize: *fileSize, OpenFiles: *openFiles,
+				},
 				ReadOnlyPaths: append(sandbox.DefaultReadOnlyPaths(), sysReadPaths...),
 			},
 		}

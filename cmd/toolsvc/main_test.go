@@ -254,3 +254,20 @@ func TestServeRejectsMalformedSettings(t *testing.T) {
 		t.Fatalf("toolsvc accepted a malformed settings file or did not say where: %v\n%s", err, out)
 	}
 }
+
+// TestNewWorkspaceAndFilesBelongToTheToolUser checks that, with toolsvc
+// running as root, a workspace it creates and a file Write creates stay
+// usable by the unprivileged user Bash runs as.
+func TestNewWorkspaceAndFilesBelongToTheToolUser(t *testing.T) {
+	root := sandboxtest.Dir(t)
+	in := `{"id":"m","content":[
+		{"type":"tool_use","id":"w","name":"Write","input":{"file_path":"made.txt","content":"one\n"}},
+		{"type":"tool_use","id":"b","name":"Bash","input":{"command":"echo two >> made.txt && touch by-bash && cat made.txt"}}]}`
+	rs := runCall(t, in, "--embedded", "--root", root, "--workspace", "sessions/s1")
+	if len(rs) != 2 || rs[1].Content != "one\ntwo" || rs[1].IsError == nil || *rs[1].IsError {
+		t.Fatalf("results %+v", rs)
+	}
+	if _, err := os.Stat(filepath.Join(root, "sessions", "s1", "by-bash")); err != nil {
+		t.Fatal(err)
+	}
+}

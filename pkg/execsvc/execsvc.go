@@ -6,11 +6,14 @@ package execsvc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/executor"
@@ -35,6 +38,8 @@ type Config struct {
 	ReadOnly, ReadWrite []string
 	// Deny are path patterns refused to file tools; nil means the defaults.
 	Deny []string
+	// Durable makes file writes fsync before they are renamed into place.
+	Durable bool
 	// TempRoot holds the per-session scratch directories; empty means the
 	// system temp directory.
 	TempRoot string
@@ -123,6 +128,7 @@ func envFactory(cfg Config) executor.EnvFactory {
 			ReadWrite: append([]string{tmp}, cfg.ReadWrite...),
 			ReadOnly:  cfg.ReadOnly,
 			Deny:      cfg.Deny,
+			Durable:   cfg.Durable,
 			Logger:    cfg.Logger,
 		})
 		if err != nil {
@@ -174,7 +180,7 @@ func sessionDir(cfg Config, sessionID, dir string) (string, error) {
 	if dir != cfg.Root && !strings.HasPrefix(dir, cfg.Root+string(filepath.Separator)) {
 		return "", fmt.Errorf("workspace %s is outside the executor's root %s", dir, cfg.Root)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirOwned(cfg.Root, dir); err != nil {
 		return "", fmt.Errorf("workspace %s: %w", dir, err)
 	}
 	real, err := filepath.EvalSymlinks(dir)
@@ -189,6 +195,37 @@ func sessionDir(cfg Config, sessionID, dir string) (string, error) {
 		return "", fmt.Errorf("workspace %s resolves to %s, outside the executor's root", dir, real)
 	}
 	return dir, nil
+}
+
+// mkdirOwned creates dir and its missing parents below root, giving them
+// root's owner: a service running as root must not create workspaces its
+// unprivileged tool user cannot use.
+func mkdirOwned(root, dir string) error {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return err
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == "." {
+		return err
+	}
+	cur := root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		cur = filepath.Join(cur, part)
+		switch err := os.Mkdir(cur, 0o755); {
+		case errors.Is(err, fs.ErrExist):
+			continue
+		case err != nil:
+			return err
+		}
+		if st != nil && os.Geteuid() == 0 {
+			if err := os.Chown(cur, int(st.Uid), int(st.Gid)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // safeName keeps the characters of s that are safe in a file name.

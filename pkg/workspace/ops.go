@@ -159,6 +159,15 @@ func (w *Workspace) WriteFile(p Path, data []byte) (fs.FileInfo, error) {
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, w.mapErr(p, err)
+	default:
+		// A new file belongs to whoever owns its directory, so that a
+		// service running as root does not leave files the session's
+		// unprivileged tool user cannot change.
+		if fi, err := dir.Stat("."); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				uid, gid = int(st.Uid), int(st.Gid)
+			}
+		}
 	}
 	return w.replace(p, dir, base, data, perm, uid, gid)
 }
@@ -200,8 +209,10 @@ func (w *Workspace) replace(p Path, dir *os.Root, base string, data []byte, perm
 	if uid >= 0 && (uid != os.Getuid() || gid != os.Getgid()) {
 		_ = f.Chown(uid, gid) // best effort: only privileged processes may give files away
 	}
-	if err := f.Sync(); err != nil {
-		return nil, fmt.Errorf("write %s: %w", p.Abs, err)
+	if w.durable {
+		if err := f.Sync(); err != nil {
+			return nil, fmt.Errorf("write %s: %w", p.Abs, err)
+		}
 	}
 	fi, err := f.Stat()
 	if err != nil {

@@ -656,3 +656,32 @@ func TestNestedReadOnlyThroughLink(t *testing.T) {
 		t.Error("new.go was created in the read-only root")
 	}
 }
+
+func TestNewFileBelongsToItsDirectoryOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give files away")
+	}
+	dir := t.TempDir()
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	p, err := w.Resolve("new.txt", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteFile(p, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "new.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65534 || st.Gid != 65534 {
+		t.Fatalf("new file owned by %d:%d, want the directory's 65534:65534", st.Uid, st.Gid)
+	}
+}
