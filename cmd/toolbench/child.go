@@ -226,6 +226,9 @@ func startToolsvc(ctx context.Context, bin, sandbox, root string, w *workDir) (*
 	}
 	args := []string{"serve", "--listen", addr, "--root", root, "--sandbox", sandbox,
 		"--max-concurrency", "32", "--grace", "2s", "--log-format", "text", "--log-level", "warn"}
+	if plaintextFlag(bin) {
+		args = append(args, "--insecure") // loopback only; TLS is not what is measured
+	}
 	env := append(os.Environ(), "TMPDIR="+w.tmp)
 	start := time.Now()
 	c, _, err := startChild("toolsvc (sandbox="+sandbox+")", bin, args, env, false)
@@ -245,6 +248,22 @@ func startToolsvc(ctx context.Context, bin, sandbox, root string, w *workDir) (*
 	p.client = executorv1.NewExecutorServiceClient(p.conn)
 	return p, took, nil
 }
+
+// plaintextFlag reports whether `toolsvc serve` has --insecure, which newer
+// builds require to serve plaintext on a TCP address. The answer is asked of
+// the binary once and remembered.
+func plaintextFlag(bin string) bool {
+	plaintextOnce.Do(func() {
+		out, _ := exec.Command(bin, "serve", "-h").CombinedOutput()
+		plaintext = strings.Contains(string(out), "-insecure")
+	})
+	return plaintext
+}
+
+var (
+	plaintextOnce sync.Once
+	plaintext     bool
+)
 
 // stop closes the connection and stops the process.
 func (p *toolsvcProc) stop() error {

@@ -9,10 +9,11 @@
 //
 // The figures are one Read of a 1 KiB file, Bash `true`, 32 concurrent Bash
 // `true` of one assistant message, the time from sending an Abort for a
-// running `sleep 30` to its Result, 64 MiB of Bash stdout streamed as
-// Progress events, and the time from starting a toolsvc process to its
-// SERVING health status, each with the sandbox off (--sandbox none) and on
-// (the default). The floors are a bare gRPC bidi ping-pong of 1 KiB and a
+// running `sleep 30` (and for a bash with a `sleep 30` child) to its Result,
+// 64 MiB of Bash stdout streamed as Progress events, and the time from
+// starting a toolsvc process to its SERVING health status, each with the
+// sandbox off (--sandbox none) and on (the default). --only selects figures
+// by id, to rerun one that looked like noise. The floors are a bare gRPC bidi ping-pong of 1 KiB and a
 // bare gRPC server stream of 64 KiB messages (served by a second toolbench
 // process, so client and server are separate processes as they are for
 // toolsvc), a bare os/exec `bash -c true` and 32 of them at once.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,12 +33,11 @@ func build(t *testing.T, dir string) (toolsvc, toolbench string) {
 	return toolsvc, toolbench
 }
 
-// runBench runs the toolbench binary with a TMPDIR of its own and returns
+// runBench runs the toolbench binary with TMPDIR tmp and returns
 // its stdout; it fails the test if toolbench fails or leaves anything in
 // TMPDIR.
-func runBench(t *testing.T, bin string, args ...string) string {
+func runBench(t *testing.T, bin, tmp string, args ...string) string {
 	t.Helper()
-	tmp := sandboxtest.Dir(t)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	var stdout, stderr bytes.Buffer
@@ -55,27 +55,29 @@ func runBench(t *testing.T, bin string, args ...string) string {
 	return stdout.String()
 }
 
-// checkNoSurvivors fails if a process of the built binaries, or a command
-// toolbench ran through toolsvc, is still alive.
-func checkNoSurvivors(t *testing.T, binDir string) {
+// checkNoSurvivors fails if a process of the built binaries, or one working
+// in a directory under one of dirs (the tools toolsvc ran), is still alive.
+func checkNoSurvivors(t *testing.T, binDir string, dirs ...string) {
 	t.Helper()
 	procs, err := filepath.Glob("/proc/[0-9]*")
 	if err != nil {
 		t.Fatal(err)
 	}
+	under := func(path, dir string) bool { return strings.HasPrefix(path, dir+string(filepath.Separator)) }
 	for _, p := range procs {
 		exe, _ := os.Readlink(p + "/exe")
+		cwd, _ := os.Readlink(p + "/cwd")
 		cmdline, _ := os.ReadFile(p + "/cmdline")
-		if strings.HasPrefix(exe, binDir+string(filepath.Separator)) || bytes.Contains(cmdline, []byte("toolbench-ready")) {
-			t.Errorf("left running: %s %s %q", p, exe, cmdline)
+		if under(exe, binDir) || slices.ContainsFunc(dirs, func(d string) bool { return under(cwd, d) }) {
+			t.Errorf("left running: %s exe %s cwd %s %q", p, exe, cwd, cmdline)
 		}
 	}
 }
 
 var allIDs = []string{
 	"floor_grpc_pingpong", "floor_exec_bash_true", "floor_exec_bash_true_x32", "floor_grpc_stream_64mib",
-	"read_1kib/none", "bash_true/none", "bash_true_x32/none", "bash_stream_64mib/none", "abort_sleep/none", "startup_serving/none",
-	"read_1kib/landlock", "bash_true/landlock", "bash_true_x32/landlock", "bash_stream_64mib/landlock", "abort_sleep/landlock", "startup_serving/landlock",
+	"read_1kib/none", "bash_true/none", "bash_true_x32/none", "bash_stream_64mib/none", "abort_sleep/none", "abort_start/none", "startup_serving/none",
+	"read_1kib/landlock", "bash_true/landlock", "bash_true_x32/landlock", "bash_stream_64mib/landlock", "abort_sleep/landlock", "abort_start/landlock", "startup_serving/landlock",
 }
 
 // TestToolbench runs the real command against a real toolsvc and checks
@@ -88,7 +90,8 @@ func TestToolbench(t *testing.T) {
 	binDir := t.TempDir()
 	toolsvc, toolbench := build(t, binDir)
 
-	out := runBench(t, toolbench, "--toolsvc", toolsvc, "-n", "5", "--warmup", "1", "--rounds", "2", "--stream-n", "1", "--start-n", "1", "-q")
+	tmp1, tmp2 := sandboxtest.Dir(t), sandboxtest.Dir(t)
+	out := runBench(t, toolbench, tmp1, "--toolsvc", toolsvc, "-n", "5", "--warmup", "1", "--rounds", "2", "--stream-n", "1", "--start-n", "1", "-q")
 	want := append([]string{"load average", "targets", "cost of confinement"}, allIDs...)
 	for _, target := range targets {
 		for _, sb := range []string{"none", "landlock"} {
@@ -100,7 +103,7 @@ func TestToolbench(t *testing.T) {
 			t.Errorf("output lacks %q", s)
 		}
 	}
-	for _, name := range []string{"read_1kib", "bash_true", "bash_true_x32", "bash_stream_64mib", "abort_sleep", "startup_serving"} {
+	for _, name := range []string{"read_1kib", "bash_true", "bash_true_x32", "bash_stream_64mib", "abort_sleep", "abort_start", "startup_serving"} {
 		if !strings.Contains(out, "\n"+name+" ") {
 			t.Errorf("confinement table lacks %s", name)
 		}
@@ -109,7 +112,7 @@ func TestToolbench(t *testing.T) {
 		t.Logf("output:\n%s", out)
 	}
 
-	out = runBench(t, toolbench, "--toolsvc", toolsvc, "--json", "-n", "2", "--warmup", "0", "--rounds", "1",
+	out = runBench(t, toolbench, tmp2, "--toolsvc", toolsvc, "--json", "-n", "2", "--warmup", "0", "--rounds", "1",
 		"--stream-n", "1", "--start-n", "1", "--sandboxes", "none", "-q")
 	var rep Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
@@ -138,7 +141,7 @@ func TestToolbench(t *testing.T) {
 	if rep.Machine.NProc == 0 || rep.LoadBefore == "" || rep.LoadAfter == "" {
 		t.Errorf("--json lacks machine or load: %+v", rep)
 	}
-	checkNoSurvivors(t, binDir)
+	checkNoSurvivors(t, binDir, tmp1, tmp2)
 }
 
 func TestFlags(t *testing.T) {

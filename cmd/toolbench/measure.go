@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -161,8 +162,10 @@ func toolsvcFigures(ctx context.Context, p plan, svc *toolsvcProc, root string, 
 		{id: "bash_true_x32/" + sb, label: "32 Bash `true` in one message, batch wall" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
 			sample: batchSample(batchS, 32)},
 		stream,
-		{id: "abort_sleep/" + sb, label: "Abort of a running `sleep 30` to its Result" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
-			sample: abortSample(abortS)},
+		{id: "abort_sleep/" + sb, label: "Abort of a running `sleep 30` (seen in /proc) to its Result" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
+			sample: abortSample(abortS, svc.cmd.Process.Pid, true)},
+		{id: "abort_start/" + sb, label: "Abort 2 ms after Started of `sleep 30` to its Result" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
+			sample: abortSample(abortS, svc.cmd.Process.Pid, false)},
 	}, nil
 }
 
@@ -280,25 +283,29 @@ func batchSample(s *session, n int) sampler {
 	}
 }
 
-// abortSample starts `sleep 30`, waits until the command is running, then
-// times Abort to Result.
-func abortSample(s *session) sampler {
-	const ready = "toolbench-ready"
-	return func(context.Context) (time.Duration, int64, error) {
+// abortSample times Abort to Result for a Bash `sleep 30`. With running
+// set, the sample starts once a `sleep` process below the toolsvc (pid
+// svcPid) exists, so a running sleep under its bash is killed; otherwise
+// it starts 2 ms after the Started event, as BenchmarkAbortSleep of
+// pkg/execgrpc does, which on a loaded machine often aborts a bash that has
+// not yet started sleep.
+func abortSample(s *session, svcPid int, running bool) sampler {
+	return func(ctx context.Context) (time.Duration, int64, error) {
 		id, err := s.send(s.newMessageID(), "Bash", `{"command":"sleep 30"}`)
 		if err != nil {
 			return 0, 0, err
 		}
-		for {
-			ev, err := s.stream.Recv()
-			if err != nil {
-				return 0, 0, err
-			}
-			if ev.GetStarted().GetToolUseId() == id {
-				break
-			}
+		if err := s.waitStarted(id); err != nil {
+			return 0, 0, err
 		}
-		time.Sleep(2 * time.Millisecond) // let bash start sleep after its echo
+		if running {
+			err = waitDescendant(ctx, svcPid, "sleep")
+		} else {
+			time.Sleep(2 * time.Millisecond)
+		}
+		if err != nil {
+			return 0, 0, err
+		}
 		start := time.Now()
 		if err := s.abort(id); err != nil {
 			return 0, 0, err
@@ -313,6 +320,66 @@ func abortSample(s *session) sampler {
 		}
 		return took, 0, nil
 	}
+}
+
+// waitDescendant polls /proc until a process named comm runs below pid.
+func waitDescendant(ctx context.Context, pid int, comm string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if found, err := hasDescendant(pid, comm); err != nil || found {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no %s process below pid %d after 30s", comm, pid)
+		}
+		time.Sleep(500 * time.Microsecond)
+	}
+}
+
+// hasDescendant reports whether a process named comm (not a zombie) runs
+// below pid.
+func hasDescendant(pid int, comm string) (bool, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false, fmt.Errorf("list processes: %w", err)
+	}
+	parent := make(map[int]int, len(entries))
+	var named []int
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// pid (comm) state ppid ...
+		open, close := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+		if open < 0 || close < open {
+			continue
+		}
+		f := strings.Fields(string(b[close+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		parent[p] = ppid
+		if string(b[open+1:close]) == comm && f[0] != "Z" {
+			named = append(named, p)
+		}
+	}
+	for _, p := range named {
+		for q, n := parent[p], 0; q > 1 && n < 64; q, n = parent[q], n+1 {
+			if q == pid {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // streamSample runs `head -c 64MiB /dev/zero` in a session of its own (so

@@ -122,22 +122,18 @@ func (s *session) result(id string, visit func(*executorv1.ExecuteResponse) erro
 	return rs[id], nil
 }
 
-// waitOutput reads events until call id has printed marker.
-func (s *session) waitOutput(id string, marker []byte) error {
-	var out []byte
+// waitStarted reads events until call id has started.
+func (s *session) waitStarted(id string) error {
 	for {
 		ev, err := s.stream.Recv()
 		if err != nil {
-			return fmt.Errorf("wait for output of %s: %w", id, err)
+			return fmt.Errorf("wait for start of %s: %w", id, err)
 		}
 		if r := ev.GetResult(); r != nil && r.GetToolUseId() == id {
-			return fmt.Errorf("%s ended before printing %q: %s", id, marker, resultText(r))
+			return fmt.Errorf("%s ended before it started: %s", id, resultText(r))
 		}
-		if p := ev.GetProgress(); p != nil && p.GetToolUseId() == id {
-			out = append(out, p.GetOutput()...)
-			if bytes.Contains(out, marker) {
-				return nil
-			}
+		if ev.GetStarted().GetToolUseId() == id {
+			return nil
 		}
 	}
 }

@@ -220,7 +220,7 @@ func (s *Session) execute(ctx context.Context, c *call) *tool.Result {
 			}
 			s.out.pushProgress(&Event{Time: time.Now(), Progress: &Progress{
 				ToolUseID: c.use.ID, Output: p.Output, Elapsed: p.Elapsed,
-				TotalLines: p.TotalLines, TotalBytes: p.TotalBytes,
+				TotalLines: p.TotalLines, TotalBytes: p.TotalBytes, Dropped: p.Dropped,
 			}})
 		},
 	})

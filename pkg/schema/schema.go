@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 )
 
@@ -344,7 +345,13 @@ func (n *node) coerce(v *value) {
 	if !isNumeric(v.str) {
 		return
 	}
-	v.kind, v.num, v.str = kindNumber, json.Number(v.str), ""
+	// Written back in JSON's own number form: "00" or "007" become 0 and
+	// 7, never a number with leading zeros, which JSON does not allow.
+	f, err := strconv.ParseFloat(v.str, 64)
+	if err != nil {
+		return
+	}
+	v.kind, v.num, v.str = kindNumber, json.Number(strconv.FormatFloat(f, 'f', -1, 64)), ""
 }
 
 // isNumeric reports whether s is an optionally negative decimal number

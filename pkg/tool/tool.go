@@ -85,6 +85,10 @@ type Progress struct {
 	TotalLines uint64
 	// TotalBytes counts output bytes so far.
 	TotalBytes uint64
+	// Dropped counts output bytes since the last Progress that it does not
+	// carry because progress fell behind (the result and the output file
+	// still hold them).
+	Dropped uint64
 }
 
 // InputError is a failed tool-specific check. The executor reports Msg to the

@@ -19,7 +19,8 @@ const (
 	errorKeepChars = 5000 // head and tail of an over-long error
 	heartbeatEvery = time.Second
 	readChunk      = 32 << 10
-	maxPending     = 256 << 10 // progress bytes held between two events
+	flushPending   = 64 << 10 // progress bytes that make an event go out before the tick
+	maxPending     = 4 << 20  // progress bytes held at most; beyond, they are counted as dropped
 )
 
 // capture collects a process's output: all of it into a file, the first
@@ -36,14 +37,16 @@ type capture struct {
 	total    uint64
 	lines    uint64
 	pending  []byte
-	progress bool // collect pending bytes
+	dropped  uint64        // progress bytes not held since the last event
+	full     chan struct{} // signalled when pending reaches flushPending
+	progress bool          // collect pending bytes
 }
 
 func newCapture(file *os.File, memory int, progress bool) *capture {
 	if memory < 2*readChunk {
 		memory = 2 * readChunk
 	}
-	return &capture{file: file, headCap: memory / 2, tailCap: memory - memory/2, progress: progress}
+	return &capture{file: file, headCap: memory / 2, tailCap: memory - memory/2, progress: progress, full: make(chan struct{}, 1)}
 }
 
 // readFrom copies r into the capture until EOF or error.
@@ -69,10 +72,19 @@ func (c *capture) write(b []byte) {
 	c.total += uint64(len(b))
 	c.lines += uint64(bytes.Count(b, []byte{'\n'}))
 	if c.progress {
-		c.pending = append(c.pending, b...)
-		if len(c.pending) > maxPending {
-			// Progress is for display; keep the newest bytes.
-			c.pending = append(c.pending[:0], c.pending[len(c.pending)-maxPending:]...)
+		// Progress never holds up the process: bytes the progress loop has
+		// not taken in time are counted, not kept (the result and the
+		// output file still have them).
+		if len(c.pending)+len(b) > maxPending {
+			c.dropped += uint64(len(b))
+		} else {
+			c.pending = append(c.pending, b...)
+		}
+		if len(c.pending) >= flushPending {
+			select {
+			case c.full <- struct{}{}:
+			default:
+			}
 		}
 	}
 	if room := c.headCap - len(c.head); room > 0 {
@@ -98,13 +110,14 @@ func (c *capture) write(b []byte) {
 	}
 }
 
-// takePending returns the bytes since the last call and the totals.
-func (c *capture) takePending() ([]byte, uint64, uint64) {
+// takePending returns the bytes since the last call, how many were
+// dropped since, and the totals.
+func (c *capture) takePending() (out []byte, dropped, lines, total uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := c.pending
-	c.pending = nil
-	return p, c.lines, c.total
+	out, dropped = c.pending, c.dropped
+	c.pending, c.dropped = nil, 0
+	return out, dropped, c.lines, c.total
 }
 
 // snapshot is the captured output after the process ended.
@@ -128,18 +141,19 @@ func (c *capture) snapshot() snapshot {
 	return s
 }
 
-// progressLoop reports new output every interval and a heartbeat when the
-// process is silent, until stop is closed; it then sends what is left.
+// progressLoop reports new output every interval, or as soon as a full
+// chunk is pending, and a heartbeat when the process is silent, until stop
+// is closed; it then sends what is left.
 func progressLoop(c *capture, report func(tool.Progress), interval time.Duration, start time.Time, stop <-chan struct{}) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	last := time.Now()
 	send := func(force bool) {
-		out, lines, total := c.takePending()
-		if len(out) == 0 && !force {
+		out, dropped, lines, total := c.takePending()
+		if len(out) == 0 && dropped == 0 && !force {
 			return
 		}
-		report(tool.Progress{Output: out, Elapsed: time.Since(start), TotalLines: lines, TotalBytes: total})
+		report(tool.Progress{Output: out, Dropped: dropped, Elapsed: time.Since(start), TotalLines: lines, TotalBytes: total})
 		last = time.Now()
 	}
 	for {
@@ -149,6 +163,8 @@ func progressLoop(c *capture, report func(tool.Progress), interval time.Duration
 			return
 		case <-tick.C:
 			send(time.Since(last) >= heartbeatEvery)
+		case <-c.full:
+			send(false)
 		}
 	}
 }

@@ -166,7 +166,9 @@ func watch(env *tool.Env, reg *registry, t *task, outFile *os.File) {
 	}
 	status := t.status
 	t.mu.Unlock()
-	close(t.done)
+	// The notice goes out before done closes, so whoever sees the task
+	// finished (a blocking TaskOutput) sees it after the notice.
+	defer close(t.done)
 	reg.mu.Lock()
 	closing := reg.closed
 	reg.mu.Unlock()
