@@ -1,52 +1,23 @@
 package execgrpc_test
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
-	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/permission"
-	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 	"github.com/toolwire/toolwire/pkg/settings"
 )
 
-// realHarness serves the real built-in tools, sandboxed, over loopback TCP.
+// realHarness serves the real built-in tools, sandboxed, over loopback TCP,
+// with permissions out of the way (bypassPermissions).
 func realHarness(t *testing.T) (*harness, string) {
 	t.Helper()
-	root := sandboxtest.Dir(t)
-	ex, err := execsvc.New(execsvc.Config{Root: root, Operator: settings.Settings{Permissions: settings.Permissions{DefaultMode: permission.ModeBypass}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := rpcserver.New(nil)
-	executorv1.RegisterExecutorServiceServer(srv.Server, execgrpc.NewServer(ex, nil))
-	go func() { _ = srv.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ex.Close()
-		_ = conn.Close()
-		srv.Stop()
-		if left := sandboxtest.Descendants(); len(left) > 0 {
-			t.Errorf("processes left behind: %v", left)
-		}
-	})
-	return &harness{t: t, ex: ex, client: executorv1.NewExecutorServiceClient(conn)}, root
+	return permHarness(t, execsvc.Config{Operator: settings.Settings{Permissions: settings.Permissions{DefaultMode: permission.ModeBypass}}})
 }
 
 func writeFile(t *testing.T, path, content string) {
