@@ -149,7 +149,15 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 		progressLoop(capt, call.Progress, limits.ProgressInterval, start, stopProgress)
 	}()
 	finish := func() {
-		<-readDone
+		select {
+		case <-readDone:
+		case <-time.After(outputGrace):
+			// A descendant that escaped the tree kill (possible only where
+			// the runner falls back to process groups) still holds the
+			// pipe: stop reading rather than wait for it.
+			p.Output().Close()
+			<-readDone
+		}
 		p.Output().Close()
 		close(stopProgress)
 		progressWG.Wait()
@@ -203,6 +211,10 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 	res.ExitCode = &code
 	return res
 }
+
+// outputGrace is how long a finished call waits for the rest of its output
+// once its process has exited or been killed.
+const outputGrace = 500 * time.Millisecond
 
 // aborted is the result of a call whose context ended first.
 func aborted() *tool.Result {
