@@ -356,9 +356,13 @@ func (s *Session) handleExec(l *link, resp *executorv1.ExecuteResponse) {
 	case *executorv1.ExecuteResponse_PermissionRequest:
 		s.permission(l, cs, ev.PermissionRequest)
 	case *executorv1.ExecuteResponse_TaskNotification:
-		s.mu.Lock()
-		s.notes = append(s.notes, notificationText(ev.TaskNotification))
-		s.mu.Unlock()
+		// A task the model stopped itself (TaskStop) is not news to it:
+		// like Claude Code, only completed and failed tasks are told.
+		if ev.TaskNotification.GetStatus() != "killed" {
+			s.mu.Lock()
+			s.notes = append(s.notes, notificationText(ev.TaskNotification))
+			s.mu.Unlock()
+		}
 		s.publish(Event{Kind: EventTaskNotification, Notification: ev.TaskNotification})
 	}
 }
