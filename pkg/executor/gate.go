@@ -127,7 +127,7 @@ func (g *gate) before(ctx context.Context, s *Session, c *call) (json.RawMessage
 				return g.refuse(s, c, decider(d), tool.UseError(tool.OutcomeDenied, d.Reason))
 			}
 			if err := c.tool.Validate(ctx, s.env, updated); err != nil {
-				return g.refuse(s, c, out.DecidedBy, validationResult(err))
+				return g.refuse(s, c, out.DecidedBy, tool.ValidationResult(err))
 			}
 			input, decidedBy = updated, decider(d)+"; "+out.DecidedBy
 		}

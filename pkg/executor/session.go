@@ -191,7 +191,7 @@ func (s *Session) execute(ctx context.Context, c *call) *tool.Result {
 		return tool.UseError(tool.OutcomeInvalidInput, c.inputErr.Error())
 	}
 	if err := c.tool.Validate(ctx, s.env, c.input); err != nil {
-		return validationResult(err)
+		return tool.ValidationResult(err)
 	}
 	input, decidedBy, denied := s.gate.before(ctx, s, c)
 	if denied != nil {
@@ -235,19 +235,6 @@ func (s *Session) execute(ctx context.Context, c *call) *tool.Result {
 	}
 	res.DecidedBy = decidedBy
 	return s.gate.after(ctx, s, c, input, res)
-}
-
-// validationResult maps a tool's Validate error to its Result.
-func validationResult(err error) *tool.Result {
-	var denied *tool.DeniedError
-	if errors.As(err, &denied) {
-		return tool.UseError(tool.OutcomeSandboxDenied, denied.Msg)
-	}
-	var invalid *tool.InputError
-	if errors.As(err, &invalid) {
-		return tool.UseError(tool.OutcomeInvalidInput, invalid.Msg)
-	}
-	return tool.UseError(tool.OutcomeInvalidInput, err.Error())
 }
 
 // finish records a call's Result, applies sibling abort and emits it in the

@@ -1,6 +1,9 @@
 package tool
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"errors"
+)
 
 // Outcome classifies how a call ended. It mirrors the wire enum.
 type Outcome int
@@ -137,4 +140,19 @@ func (r *Result) TextContent() string {
 		}
 	}
 	return s
+}
+
+// ValidationResult maps an error of Tool.Validate to the call's Result: a
+// *DeniedError is a sandbox denial, anything else invalid input; both
+// wrapped in <tool_use_error> tags.
+func ValidationResult(err error) *Result {
+	var denied *DeniedError
+	if errors.As(err, &denied) {
+		return UseError(OutcomeSandboxDenied, denied.Msg)
+	}
+	var invalid *InputError
+	if errors.As(err, &invalid) {
+		return UseError(OutcomeInvalidInput, invalid.Msg)
+	}
+	return UseError(OutcomeInvalidInput, err.Error())
 }

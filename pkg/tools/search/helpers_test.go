@@ -1,9 +1,6 @@
 package search
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/tool/tooltest"
+
 	"go.uber.org/goleak"
 
 	"github.com/toolwire/toolwire/pkg/tool"
-	"github.com/toolwire/toolwire/pkg/workspace"
 )
 
 // TestMain checks for leaked goroutines and for ripgrep processes left
@@ -50,42 +48,6 @@ func children() []string {
 	return kids
 }
 
-func newEnv(t testing.TB, extra ...func(*workspace.Config)) (*tool.Env, string) {
-	t.Helper()
-	dir := t.TempDir()
-	cfg := workspace.Config{Dir: dir}
-	for _, f := range extra {
-		f(&cfg)
-	}
-	ws, err := workspace.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ws.Close() })
-	return &tool.Env{Files: ws, Reads: tool.NewFileState(), Limits: tool.Limits{}.WithDefaults()}, dir
-}
-
-// call runs a tool the way the executor does: Validate, whose errors
-// become <tool_use_error> results, then Run.
-func call(t testing.TB, tl tool.Tool, env *tool.Env, input string) *tool.Result {
-	t.Helper()
-	in := json.RawMessage(input)
-	ctx := context.Background()
-	if err := tl.Validate(ctx, env, in); err != nil {
-		var ie *tool.InputError
-		var de *tool.DeniedError
-		switch {
-		case errors.As(err, &ie):
-			return tool.UseError(tool.OutcomeInvalidInput, ie.Msg)
-		case errors.As(err, &de):
-			return tool.UseError(tool.OutcomeSandboxDenied, de.Msg)
-		default:
-			t.Fatalf("Validate returned %T %v; want *tool.InputError or *tool.DeniedError", err, err)
-		}
-	}
-	return tl.Run(ctx, env, &tool.Call{ID: "toolu_test", Name: tl.Spec().Name, Input: in, Progress: func(tool.Progress) {}})
-}
-
 type want struct {
 	text    string
 	isError bool
@@ -103,15 +65,6 @@ func check(t testing.TB, r *tool.Result, w want) {
 	if w.outcome != 0 && r.FinalOutcome() != w.outcome {
 		t.Errorf("outcome = %v, want %v", r.FinalOutcome(), w.outcome)
 	}
-}
-
-func jsonInput(t testing.TB, kv map[string]any) string {
-	t.Helper()
-	b, err := json.Marshal(kv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // file is one file of a test tree; age orders modification times: the
@@ -150,3 +103,10 @@ func standardTree(t testing.TB, dir string) {
 		{"sub/d.txt", "delta needle needle\n", 1},
 	})
 }
+
+// The helpers shared by the tool packages' tests.
+var (
+	newEnv    = tooltest.NewEnv
+	call      = tooltest.Call
+	jsonInput = tooltest.JSONInput
+)
