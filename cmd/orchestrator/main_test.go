@@ -16,12 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/rpcserver"
+
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	orchv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
@@ -82,18 +83,12 @@ func startToolsvc(t testing.TB, root string) string {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "toolwire.executor.v1.ExecutorService"})
-		cancel()
-		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("toolsvc at %s not serving: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rpcserver.WaitServing(ctx, conn, "toolwire.executor.v1.ExecutorService"); err != nil {
+		t.Fatalf("toolsvc at %s not serving: %v", addr, err)
 	}
+	return addr
 }
 
 type result struct {
@@ -326,18 +321,12 @@ func startServe(t *testing.T, fake *fakeapi.Server, args ...string) (string, fun
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "toolwire.orchestrator.v1.OrchestratorService"})
-		cancel()
-		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			return addr, stop
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("orchestrator at %s not serving: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rpcserver.WaitServing(ctx, conn, "toolwire.orchestrator.v1.OrchestratorService"); err != nil {
+		t.Fatalf("orchestrator at %s not serving: %v", addr, err)
 	}
+	return addr, stop
 }
 
 // TestServeSurvivesRestart runs a turn through `orchestrator serve`, stops

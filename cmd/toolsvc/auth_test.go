@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/rpcserver"
+
 	"google.golang.org/grpc"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/rpcauth"
@@ -87,19 +88,12 @@ func startSecureServe(t testing.TB, root, listen string, clientCfg *rpcauth.Clie
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "toolwire.executor.v1.ExecutorService"})
-		cancel()
-		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			return listen
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("toolsvc at %s not serving: %v", listen, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rpcserver.WaitServing(ctx, conn, "toolwire.executor.v1.ExecutorService"); err != nil {
+		t.Fatalf("toolsvc at %s not serving: %v", listen, err)
 	}
+	return listen
 }
 
 // waitListening waits until a TCP connection to addr succeeds, for a

@@ -14,9 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/rpcserver"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 )
@@ -155,18 +156,10 @@ func waitServing(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "toolwire.executor.v1.ExecutorService"})
-		cancel()
-		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("toolsvc at %s not serving: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rpcserver.WaitServing(ctx, conn, "toolwire.executor.v1.ExecutorService"); err != nil {
+		t.Fatalf("toolsvc at %s not serving: %v", addr, err)
 	}
 }
 

@@ -130,3 +130,25 @@ func (s *Server) Shutdown(grace time.Duration) {
 		<-done
 	}
 }
+
+// WaitServing polls the standard health service on conn until service
+// reports SERVING, or ctx ends; it then returns the last error seen.
+func WaitServing(ctx context.Context, conn grpc.ClientConnInterface, service string) error {
+	client := healthpb.NewHealthClient(conn)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		resp, err := client.Check(cctx, &healthpb.HealthCheckRequest{Service: service})
+		cancel()
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("%s is %s", service, resp.GetStatus())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not serving: %w", service, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/rpcserver"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
@@ -70,18 +71,12 @@ func start(t *testing.T, env []string, service, addr, bin string, args ...string
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
-		cancel()
-		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not serving at %s: %v", service, addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := rpcserver.WaitServing(ctx, conn, service); err != nil {
+		t.Fatalf("%s not serving at %s: %v", service, addr, err)
 	}
+	return
 }
 
 // messages lists the full names of every message declared in fd.
