@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/embedded"
@@ -17,6 +20,13 @@ import (
 // embeddedAddr names the in-process executor.
 const embeddedAddr = "embedded"
 
+// executorBackoff paces reconnection to an executor. gRPC's default grows to
+// two minutes; an executor that restarts should be found again in seconds.
+var executorBackoff = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+	MinConnectTimeout: 5 * time.Second,
+}
+
 // dialer gives the orchestrator its executors: the in-process one, started
 // on first use, or remote ones over one connection per address.
 type dialer struct {
@@ -24,20 +34,22 @@ type dialer struct {
 	security    *rpcauth.ClientConfig // TLS and token of remote executors
 	log         *slog.Logger
 
-	mu    sync.Mutex // guards the fields below
-	emb   *embedded.Executor
-	conns map[string]*grpc.ClientConn
+	mu        sync.Mutex // guards the fields below
+	emb       *embedded.Executor
+	conns     map[string]*grpc.ClientConn
+	authority map[string]string // pool member address -> the pool's DNS name (TLS server name)
 }
 
 func newDialer(cfg embedded.Config, security *rpcauth.ClientConfig, log *slog.Logger) *dialer {
-	return &dialer{embeddedCfg: cfg, security: security, log: log, conns: map[string]*grpc.ClientConn{}}
+	return &dialer{embeddedCfg: cfg, security: security, log: log,
+		conns: map[string]*grpc.ClientConn{}, authority: map[string]string{}}
 }
 
 // Dial returns a client for addr ("embedded" or host:port).
 func (d *dialer) Dial(ctx context.Context, addr string) (executorv1.ExecutorServiceClient, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	if addr == "" || addr == embeddedAddr {
+		d.mu.Lock()
+		defer d.mu.Unlock()
 		if d.emb == nil {
 			emb, err := embedded.Start(ctx, d.embeddedCfg)
 			if err != nil {
@@ -48,26 +60,55 @@ func (d *dialer) Dial(ctx context.Context, addr string) (executorv1.ExecutorServ
 		}
 		return d.emb.Client(), nil
 	}
-	conn := d.conns[addr]
-	if conn == nil {
-		target := addr
-		if _, ok := rpcserver.UnixPath(addr); !ok {
-			target = "passthrough:///" + addr
-		}
-		secure, err := d.security.DialOptions(addr)
-		if err != nil {
-			return nil, fmt.Errorf("executor %s: %w", addr, err)
-		}
-		conn, err = grpc.NewClient(target, append(secure,
-			grpc.WithKeepaliveParams(rpcserver.ClientKeepalive),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes), grpc.MaxCallSendMsgSize(rpcserver.MaxMessageBytes)),
-		)...)
-		if err != nil {
-			return nil, fmt.Errorf("connect to executor %s: %w", addr, err)
-		}
-		d.conns[addr] = conn
+	conn, err := d.conn(addr)
+	if err != nil {
+		return nil, err
 	}
 	return executorv1.NewExecutorServiceClient(conn), nil
+}
+
+// conn returns the shared connection to the remote executor at addr.
+func (d *dialer) conn(addr string) (*grpc.ClientConn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if conn := d.conns[addr]; conn != nil {
+		return conn, nil
+	}
+	target := addr
+	if _, ok := rpcserver.UnixPath(addr); !ok {
+		target = "passthrough:///" + addr
+	}
+	secure, err := d.security.DialOptions(addr)
+	if err != nil {
+		return nil, fmt.Errorf("executor %s: %w", addr, err)
+	}
+	opts := append(secure,
+		grpc.WithKeepaliveParams(rpcserver.ClientKeepalive),
+		grpc.WithConnectParams(executorBackoff),
+		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes), grpc.MaxCallSendMsgSize(rpcserver.MaxMessageBytes)),
+	)
+	if name := d.authority[addr]; name != "" {
+		// A member found by DNS is an IP address; its certificate names
+		// the pool's DNS name.
+		opts = append(opts, grpc.WithAuthority(name))
+	}
+	conn, err := grpc.NewClient(target, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to executor %s: %w", addr, err)
+	}
+	d.conns[addr] = conn
+	return conn, nil
+}
+
+// setAuthority records the DNS name that member addr of a pool was found
+// under, before its connection is made.
+func (d *dialer) setAuthority(addr, name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, known := d.authority[addr]; !known {
+		d.authority[addr] = name
+	}
 }
 
 // Close closes every connection and stops the embedded executor.

@@ -112,9 +112,13 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	dial := newDialer(c.embeddedConfig(log), c.executorSecurity, log)
 	defer dial.Close()
+	place := newPlacer(ctx, dial, log)
+	defer place.Close()
 	orch, err := orchestrator.New(orchestrator.Config{
 		Model:           client,
 		Dial:            dial.Dial,
+		Placer:          place,
+		ResumeWindow:    c.resumeWindow,
 		DefaultExecutor: c.executorAddr(),
 		Store:           store,
 		Permissions:     denyUnattended,

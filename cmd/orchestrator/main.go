@@ -15,8 +15,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/telemetry"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -50,10 +52,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	var (
-		err  error
-		code int // headless sets the exit code of a finished turn
-	)
+	// Traces and metrics go where the OTEL_* environment says, if anywhere.
+	shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "orchestrator", ServiceVersion: version})
+	if err != nil {
+		fmt.Fprintln(stderr, "orchestrator:", err)
+		return 1
+	}
+	defer func() {
+		// Flush what is buffered before the process exits.
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdown(fctx); err != nil {
+			fmt.Fprintln(stderr, "orchestrator: telemetry was not flushed:", err)
+		}
+	}()
+	var code int // headless sets the exit code of a finished turn
 	switch args[0] {
 	case "serve":
 		err = serve(ctx, args[1:], stderr, getenv)

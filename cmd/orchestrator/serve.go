@@ -71,9 +71,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	}
 	dial := newDialer(c.embeddedConfig(log), c.executorSecurity, log)
 	defer dial.Close()
+	place := newPlacer(ctx, dial, log)
+	defer place.Close()
 	orch, err := orchestrator.New(orchestrator.Config{
 		Model:           client,
 		Dial:            dial.Dial,
+		Placer:          place,
+		ResumeWindow:    c.resumeWindow,
 		DefaultExecutor: c.executorAddr(),
 		Store:           store,
 		Defaults: orchestrator.SessionConfig{

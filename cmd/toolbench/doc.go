@@ -16,7 +16,10 @@
 // by id, to rerun one that looked like noise. The floors are a bare gRPC bidi ping-pong of 1 KiB and a
 // bare gRPC server stream of 64 KiB messages (served by a second toolbench
 // process, so client and server are separate processes as they are for
-// toolsvc), a bare os/exec `bash -c true` and 32 of them at once.
+// toolsvc), a bare os/exec `bash -c true` and 32 of them at once. A further
+// reference, floor_exec_head_64mib, runs the stream figure's command with
+// os/exec and only reads its output: how fast that output can be had at
+// all, before anything sends it.
 //
 // Because the machine it runs on may be shared, samples are taken in rounds:
 // each round takes a share of every figure's samples, floors and peers in a

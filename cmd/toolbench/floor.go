@@ -195,3 +195,36 @@ func timeBashTrueN(ctx context.Context, n int) (time.Duration, error) {
 	wg.Wait()
 	return time.Since(start), errors.Join(errs...)
 }
+
+// headOnce runs the stream figure's command, `head -c streamBytes
+// /dev/zero`, with os/exec and reads its stdout through a pipe in 256 KiB
+// reads: what producing and reading the output costs before any of it is
+// sent anywhere.
+func headOnce(ctx context.Context) (time.Duration, int64, error) {
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "/bin/bash", "-c", fmt.Sprintf("head -c %d /dev/zero", streamBytes))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, 0, fmt.Errorf("start head: %w", err)
+	}
+	var got int64
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := out.Read(buf)
+		got += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return 0, 0, fmt.Errorf("head: %w", err)
+	}
+	took := time.Since(start)
+	if got != streamBytes {
+		return 0, 0, fmt.Errorf("head wrote %d bytes, want %d", got, streamBytes)
+	}
+	return took, got, nil
+}

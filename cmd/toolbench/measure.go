@@ -113,6 +113,8 @@ func floorFigures(p plan, ping *pingStream, echo *grpc.ClientConn) []*figure {
 			sample: func(ctx context.Context) (time.Duration, int64, error) {
 				return floodOnce(ctx, echo)
 			}},
+		{id: "floor_exec_head_64mib", label: "reference: os/exec `head -c 64MiB /dev/zero`, stdout read through a pipe", unit: throughput, n: p.streamN, warm: 1,
+			sample: headOnce},
 	}
 }
 

@@ -229,10 +229,19 @@ func writeText(w io.Writer, r *Report) error {
 		return err
 	}
 	fmt.Fprintln(bw, "(MiB/s rows: median stream rate; p90 = rate 90% of streams reached; mean = all bytes / all time)")
+	var head Summary
+	for _, s := range r.Figures {
+		if s.ID == "floor_exec_head_64mib" {
+			head = s
+		}
+	}
 	for _, s := range r.Figures {
 		if s.OutputMedian > 0 {
 			fmt.Fprintf(bw, "note: %s: %.1f%% of the output reached the client as Progress (%d bytes reported dropped); the whole output went through toolsvc at %s MiB/s (median)\n",
 				s.ID, 100*s.DeliveredShare, s.DroppedBytes, num(s.OutputMedian))
+			if head.Median > 0 {
+				fmt.Fprintf(bw, "note: %s: %.3fx the rate at which the bare command's output can be read at all (floor_exec_head_64mib)\n", s.ID, s.Median/head.Median)
+			}
 		}
 	}
 

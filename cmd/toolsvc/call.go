@@ -9,7 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -22,6 +27,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/settings"
 	"github.com/toolwire/toolwire/pkg/settings/settingspb"
+	"github.com/toolwire/toolwire/pkg/telemetry"
 )
 
 func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -46,9 +52,13 @@ stream and prints their tool_result blocks as a JSON array. A block whose
 "input" is a JSON string is sent as the raw input text, so unparsable input
 can be tried. Exits 0 when every call got a result, errors included.
 
+With tracing configured (see below), the calls run under a "toolsvc call"
+span, a child of the W3C context in $TRACEPARENT (and $TRACESTATE) if set.
+
 Flags:
 `)
 		fs.PrintDefaults()
+		fmt.Fprint(stderr, "\n"+telemetry.EnvUsage)
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -63,6 +73,18 @@ Flags:
 	uses, err := readToolUses(stdin)
 	if err != nil {
 		return err
+	}
+	errLog := slog.New(slog.NewTextHandler(stderr, nil))
+	shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "toolsvc-call", ServiceVersion: version, Logger: errLog})
+	if err != nil {
+		return err
+	}
+	defer flushTelemetry(shutdown, errLog)
+	// One span for the whole command, so that its calls share a trace.
+	ctx, span := otel.Tracer("github.com/toolwire/toolwire/cmd/toolsvc").Start(parentFromEnv(ctx), "toolsvc call")
+	defer span.End()
+	for _, u := range uses {
+		telemetry.InjectToolUse(ctx, u)
 	}
 
 	var client executorv1.ExecutorServiceClient
@@ -86,6 +108,7 @@ Flags:
 			return err
 		}
 		conn, err := grpc.NewClient(*addr, append(secure,
+			grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes)))...)
 		if err != nil {
 			return fmt.Errorf("connect to %s: %w", *addr, err)
@@ -127,6 +150,17 @@ Flags:
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(blocks)
+}
+
+// parentFromEnv returns ctx with the remote span context of $TRACEPARENT
+// and $TRACESTATE, as a caller that traces itself passes it to a child
+// process; ctx unchanged without them.
+func parentFromEnv(ctx context.Context) context.Context {
+	tp := os.Getenv("TRACEPARENT")
+	if tp == "" {
+		return ctx
+	}
+	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": tp, "tracestate": os.Getenv("TRACESTATE")})
 }
 
 // progressWriter returns a function that prints non-result events as JSON

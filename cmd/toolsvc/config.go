@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execsvc"
+	"github.com/toolwire/toolwire/pkg/executor"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/settings"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -34,7 +35,8 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		permTimeout  = fs.Duration("permission-timeout", 5*time.Minute, "how long a call waits for a permission decision before it is denied")
 		backend      = fs.String("sandbox", "landlock", `process confinement: "landlock" or "none" (no confinement; only when you mean it)`)
 		network      = fs.String("network", "none", `network of tool processes: "none" (loopback only) or "host"`)
-		runAs        = fs.String("run-as", "", "user tool processes run as when toolsvc runs as root (default: the workspace owner, or nobody)")
+		runAs        = fs.String("run-as", "", "one user for the tool processes of all sessions when toolsvc runs as root, instead of --session-uids (with --session-uids off, the default is the workspace owner, or nobody)")
+		sessionUIDs  = fs.String("session-uids", defaultSessionUIDs(), `ids FIRST-LAST to give each session a user of its own from, so sessions cannot see, signal or trace each other's processes (needs root; "off" to disable; --run-as alone disables it)`)
 		fsync        = fs.Bool("fsync", false, "fsync every file write before it is renamed into place (durable across power loss; slower)")
 		cpuTime      = fs.Duration("limit-cpu", 0, "CPU time of each tool process (0: unlimited)")
 		memory       = fs.Int64("limit-memory", 0, "memory of each call in bytes (0: unlimited)")
@@ -42,6 +44,7 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		fileSize     = fs.Int64("limit-file-size", 0, "largest file a tool process may write, in bytes (0: unlimited)")
 		openFiles    = fs.Int("limit-open-files", 0, "open files of each tool process (0: unlimited)")
 		settingsFile = fs.String("settings", "", "operator settings file (Claude Code settings.json shape): permission rules, mode and hooks every session gets and cannot loosen")
+		traceContent = fs.Bool("trace-content", envBool(executor.TraceContentEnv), "record tool inputs and results (cut to 8 KiB) on the run_tool spans; they may hold secrets (env "+executor.TraceContentEnv+")")
 		readOnly     listFlag
 		readWrite    listFlag
 		deny         listFlag
@@ -90,8 +93,44 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		if len(deny) > 0 {
 			cfg.Deny = deny
 		}
+		uids, err := sandbox.ParseUIDRange(*sessionUIDs)
+		if err != nil {
+			return execsvc.Config{}, err
+		}
+		cfg.SessionUIDs = uids
+		if *runAs != "" && !isSet(fs, "session-uids") {
+			cfg.SessionUIDs = sandbox.UIDRange{}
+		}
+		if *traceContent {
+			// execsvc.Config has no field for it: every executor of the
+			// process reads the variable when it is built.
+			if err := os.Setenv(executor.TraceContentEnv, "true"); err != nil {
+				return execsvc.Config{}, err
+			}
+		}
 		return cfg, nil
 	}
+}
+
+func envBool(name string) bool {
+	on, _ := strconv.ParseBool(os.Getenv(name))
+	return on
+}
+
+// defaultSessionUIDs is --session-uids' default: on when toolsvc runs as
+// root, which it needs for them.
+func defaultSessionUIDs() string {
+	if os.Geteuid() == 0 {
+		return sandbox.DefaultSessionUIDs.String()
+	}
+	return "off"
+}
+
+// isSet reports whether the flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func envInt(name string, def int) int {

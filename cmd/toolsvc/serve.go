@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -27,6 +28,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	config := executorFlags(fs)
 	security := rpcauth.RegisterServerFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: toolsvc serve [flags]\n\nServes ExecutorService (gRPC) until SIGTERM or SIGINT.\n\nFlags:\n")
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, "\n"+telemetry.EnvUsage)
+	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return err
@@ -37,6 +43,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "toolsvc", ServiceVersion: version, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer flushTelemetry(shutdown, log)
 	cfg, err := config()
 	if err != nil {
 		return err
@@ -78,4 +89,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	srv.Shutdown(5 * time.Second)
 	log.Info("toolsvc stopped")
 	return nil
+}
+
+// flushTelemetry exports what telemetry still buffers, waiting a few
+// seconds at most: the process is about to exit.
+func flushTelemetry(shutdown func(context.Context) error, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		log.Warn("telemetry was not flushed", "error", err)
+	}
 }

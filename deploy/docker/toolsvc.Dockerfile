@@ -12,9 +12,15 @@
 # toolwire/base:bookworm, which already has everything; with
 # --build-arg BASE=toolwire/base:bookworm the build installs nothing.
 #
-# Tools run as the user "tool", uid TOOL_UID. Give each toolsvc image that
-# shares a host its own uid: per-user limits such as RLIMIT_NPROC count
-# every process of a uid on the host.
+# Each session's tools run as a user of their own, from toolsvc's
+# --session-uids range (default 200000-265535; no account may use those
+# ids). "tool", uid TOOL_UID, owns /workspace: toolsvc shows a workspace it
+# owns to each session's user as that user's own (an id-mapped mount), and
+# what the tools write there stays tool's on disk. /workspace is searchable
+# by others (0751), so that sessions reach the directories toolsvc makes for
+# them inside it. Give toolsvc containers that share a host ranges of their
+# own (--session-uids after the image name): per-user limits such as
+# RLIMIT_NPROC count every process of a uid on the host.
 #
 # Run it as docs/security.md describes: with the capabilities the sandbox
 # needs and no others, a private cgroup namespace, a read-only root, and TLS
@@ -32,14 +38,14 @@ RUN set -eu; \
     fi; \
     groupadd --system --gid "$TOOL_UID" tool; \
     useradd --system --uid "$TOOL_UID" --gid tool --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin tool; \
-    install -d -o tool -g tool -m 0750 /workspace; \
+    install -d -o tool -g tool -m 0751 /workspace; \
     install -d -m 0755 /run/toolsvc/cgroup2
 
 COPY toolsvc toolsvc-entrypoint /usr/local/bin/
 
 # toolsvc itself stays root inside the container: it needs CAP_SYS_ADMIN for
-# the tools' network namespace and root to switch tools to the "tool" user.
-# Tools never run as root.
+# the tools' network and mount namespaces and root to switch tools to their
+# session's user. Tools never run as root.
 WORKDIR /workspace
 EXPOSE 7070
-ENTRYPOINT ["/usr/local/bin/toolsvc-entrypoint", "--listen", "0.0.0.0:7070", "--root", "/workspace", "--run-as", "tool"]
+ENTRYPOINT ["/usr/local/bin/toolsvc-entrypoint", "--listen", "0.0.0.0:7070", "--root", "/workspace"]

@@ -140,7 +140,9 @@ func (s *Server) receive(stream executorv1.ExecutorService_ExecuteServer, sess *
 		}
 		switch m := req.GetMsg().(type) {
 		case *executorv1.ExecuteRequest_ToolUse:
-			err = sess.Submit(toolUseFromProto(m.ToolUse))
+			// The call's span is a child of the trace context the ToolUse
+			// carries, else of this stream's server span.
+			err = sess.Submit(stream.Context(), toolUseFromProto(m.ToolUse))
 		case *executorv1.ExecuteRequest_Abort:
 			sess.Abort(abortFromProto(m.Abort))
 		case *executorv1.ExecuteRequest_PermissionDecision:

@@ -45,6 +45,12 @@ type Config struct {
 	TempRoot string
 	// Sandbox configures process confinement.
 	Sandbox sandbox.Config
+	// SessionUIDs, when not zero, gives each session a user of its own
+	// from this range (see sandbox.Config.SessionUser), so that sessions
+	// cannot see, signal or trace each other's processes or read each
+	// other's files; Sandbox.RunAsUser must then be empty. A workspace
+	// made for a session belongs to its user. It needs root.
+	SessionUIDs sandbox.UIDRange
 	// Limits cap calls.
 	Limits tool.Limits
 	// Operator holds executor-wide permission rules, mode and hooks that
@@ -85,9 +91,21 @@ func New(cfg Config) (*executor.Executor, error) {
 	if err := sandbox.Check(cfg.Sandbox); err != nil {
 		return nil, err
 	}
+	var users *sandbox.UIDPool
+	if !cfg.SessionUIDs.IsZero() {
+		if cfg.Sandbox.RunAsUser != "" {
+			return nil, fmt.Errorf("a user of its own for each session (ids %s) and one user for all (%q) exclude each other: choose one", cfg.SessionUIDs, cfg.Sandbox.RunAsUser)
+		}
+		if err := sandbox.CheckSessionUsers(root); err != nil {
+			return nil, err
+		}
+		if users, err = sandbox.NewUIDPool(cfg.SessionUIDs); err != nil {
+			return nil, err
+		}
+	}
 	return executor.New(executor.Config{
 		Tools:             Tools(),
-		NewEnv:            envFactory(cfg),
+		NewEnv:            envFactory(cfg, users),
 		Limits:            cfg.Limits,
 		MaxConcurrency:    cfg.MaxConcurrency,
 		Retention:         cfg.Retention,
@@ -98,18 +116,11 @@ func New(cfg Config) (*executor.Executor, error) {
 	})
 }
 
-// envFactory returns the executor's EnvFactory for cfg.
-func envFactory(cfg Config) executor.EnvFactory {
+// envFactory returns the executor's EnvFactory for cfg; users, when not
+// nil, gives each session its user.
+func envFactory(cfg Config, users *sandbox.UIDPool) executor.EnvFactory {
 	return func(ctx context.Context, sessionID, dir string) (_ *tool.Env, _ executor.SandboxInfo, err error) {
 		var info executor.SandboxInfo
-		wsDir, err := sessionDir(cfg, sessionID, dir)
-		if err != nil {
-			return nil, info, err
-		}
-		tmp, err := os.MkdirTemp(cfg.TempRoot, "toolwire-"+safeName(sessionID)+"-")
-		if err != nil {
-			return nil, info, fmt.Errorf("session scratch directory: %w", err)
-		}
 		var cleanup []func()
 		defer func() {
 			if err != nil {
@@ -118,6 +129,25 @@ func envFactory(cfg Config) executor.EnvFactory {
 				}
 			}
 		}()
+		sc := cfg.Sandbox
+		owner := -1
+		if users != nil {
+			if sc.SessionUser, err = users.Lease(); err != nil {
+				return nil, info, err
+			}
+			// NewRunner takes the lease over; until then it is ours.
+			lease := sc.SessionUser
+			cleanup = append(cleanup, lease.Release)
+			owner = lease.ID()
+		}
+		wsDir, err := sessionDir(cfg, sessionID, dir, owner)
+		if err != nil {
+			return nil, info, err
+		}
+		tmp, err := os.MkdirTemp(cfg.TempRoot, "toolwire-"+safeName(sessionID)+"-")
+		if err != nil {
+			return nil, info, fmt.Errorf("session scratch directory: %w", err)
+		}
 		cleanup = append(cleanup, func() { _ = os.RemoveAll(tmp) })
 		outputs := filepath.Join(tmp, "outputs")
 		if err := os.Mkdir(outputs, 0o700); err != nil {
@@ -135,7 +165,7 @@ func envFactory(cfg Config) executor.EnvFactory {
 			return nil, info, err
 		}
 		cleanup = append(cleanup, func() { _ = ws.Close() })
-		runner, err := sandbox.NewRunner(cfg.Sandbox, wsDir, tmp)
+		runner, err := sandbox.NewRunner(sc, wsDir, tmp)
 		if err != nil {
 			return nil, info, err
 		}
@@ -160,14 +190,18 @@ func envFactory(cfg Config) executor.EnvFactory {
 			Network:  cfg.Sandbox.Network,
 			RunAs:    cfg.Sandbox.RunAsUser,
 		}
+		if users != nil {
+			info.RunAs = fmt.Sprintf("%s (uid %d, this session's own)", runner.User(), runner.UID())
+		}
 		return env, info, nil
 	}
 }
 
 // sessionDir resolves a session's workspace: empty means the root (or a new
 // directory under it with SessionDirs), relative means under the root, and
-// absolute must lie under the root.
-func sessionDir(cfg Config, sessionID, dir string) (string, error) {
+// absolute must lie under the root. A workspace it creates belongs to owner
+// when that is 0 or more (the session's user).
+func sessionDir(cfg Config, sessionID, dir string, owner int) (string, error) {
 	switch {
 	case dir == "" && !cfg.SessionDirs:
 		return cfg.Root, nil
@@ -180,7 +214,7 @@ func sessionDir(cfg Config, sessionID, dir string) (string, error) {
 	if dir != cfg.Root && !strings.HasPrefix(dir, cfg.Root+string(filepath.Separator)) {
 		return "", fmt.Errorf("workspace %s is outside the executor's root %s", dir, cfg.Root)
 	}
-	if err := mkdirOwned(cfg.Root, dir); err != nil {
+	if err := mkdirOwned(cfg.Root, dir, owner); err != nil {
 		return "", fmt.Errorf("workspace %s: %w", dir, err)
 	}
 	real, err := filepath.EvalSymlinks(dir)
@@ -199,8 +233,10 @@ func sessionDir(cfg Config, sessionID, dir string) (string, error) {
 
 // mkdirOwned creates dir and its missing parents below root, giving them
 // root's owner: a service running as root must not create workspaces its
-// unprivileged tool user cannot use.
-func mkdirOwned(root, dir string) error {
+// unprivileged tool user cannot use. With a session user (leaf 0 or more)
+// a dir it creates is the session user's alone (mode 0700), while the
+// parents stay root's owner's and searchable.
+func mkdirOwned(root, dir string, leaf int) error {
 	fi, err := os.Stat(root)
 	if err != nil {
 		return err
@@ -210,17 +246,33 @@ func mkdirOwned(root, dir string) error {
 	if err != nil || rel == "." {
 		return err
 	}
+	parts := strings.Split(rel, string(filepath.Separator))
 	cur := root
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+	for i, part := range parts {
 		cur = filepath.Join(cur, part)
-		switch err := os.Mkdir(cur, 0o755); {
+		last := i == len(parts)-1 && leaf >= 0
+		mode := os.FileMode(0o755)
+		if last {
+			mode = 0o700
+		}
+		switch err := os.Mkdir(cur, mode); {
 		case errors.Is(err, fs.ErrExist):
 			continue
 		case err != nil:
 			return err
 		}
-		if st != nil && os.Geteuid() == 0 {
-			if err := os.Chown(cur, int(st.Uid), int(st.Gid)); err != nil {
+		if os.Geteuid() != 0 {
+			continue
+		}
+		uid, gid := -1, -1
+		if st != nil {
+			uid, gid = int(st.Uid), int(st.Gid)
+		}
+		if last {
+			uid, gid = leaf, leaf
+		}
+		if uid >= 0 {
+			if err := os.Chown(cur, uid, gid); err != nil {
 				return err
 			}
 		}

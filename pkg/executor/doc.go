@@ -15,4 +15,10 @@
 // The outbox never grows with a call's output: pending progress of a call is
 // merged, and what does not fit is counted as dropped (the Result and the
 // output file still hold it).
+//
+// Each call is traced with the OpenTelemetry API (a "run_tool <tool>" span
+// with queue_wait, validate, permission and "hook <event>" children, the
+// parent taken from the ToolUse's W3C trace context) and measured
+// (gen_ai.execute_tool.duration, toolwire.tool.*, toolwire.permission.*);
+// see telemetry.go. Without installed providers both are no-ops.
 package executor

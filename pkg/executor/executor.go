@@ -61,8 +61,15 @@ type Config struct {
 	// Operator holds executor-wide permission rules, mode and hooks. They
 	// apply to every session, and a session cannot loosen them.
 	Operator settings.Settings
-	// Logger receives the executor's logs; nil discards them.
+	// Logger receives the executor's logs; nil discards them. Per-call
+	// lines are logged with the call's context, so a handler that reads the
+	// span from it (telemetry.TraceHandler) can add the trace ids.
 	Logger *slog.Logger
+	// TraceContent records each call's input (gen_ai.tool.call.arguments)
+	// and result text (gen_ai.tool.call.result), each cut to 8 KiB, on its
+	// run_tool span. Off by default: inputs and outputs may hold secrets.
+	// TOOLWIRE_TRACE_CONTENT=true turns it on too.
+	TraceContent bool
 }
 
 // Executor owns the tools and the sessions of one toolsvc.
@@ -70,6 +77,7 @@ type Executor struct {
 	cfg   Config
 	tools map[string]tool.Tool
 	log   *slog.Logger
+	tel   *telemetry
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[string]*Session
@@ -102,7 +110,11 @@ func New(cfg Config) (*Executor, error) {
 		}
 		tools[name] = t
 	}
-	return &Executor{cfg: cfg, tools: tools, log: cfg.Logger, sessions: make(map[string]*Session)}, nil
+	tel, err := newTelemetry(cfg.TraceContent || traceContentFromEnv())
+	if err != nil {
+		return nil, err
+	}
+	return &Executor{cfg: cfg, tools: tools, log: cfg.Logger, tel: tel, sessions: make(map[string]*Session)}, nil
 }
 
 // Tools returns the specs of the tools offered to the model, sorted by name.

@@ -78,6 +78,37 @@ func (g *gate) allowAlways(rule string) error {
 	return nil
 }
 
+// permissionVerdict is what the permission step decided about a call.
+type permissionVerdict struct {
+	// behavior is "allow", "deny" or "ask" (the client was asked); empty
+	// when the call was stopped before anything decided.
+	behavior string
+	// rule is the permission rule that decided, as written; empty when
+	// the mode, a hook or nothing decided.
+	rule string
+	// by classes the decider for metrics: "operator", "session", "mode",
+	// "hook" or "client".
+	by string
+	// decidedBy names what decided in full (Result.DecidedBy).
+	decidedBy string
+	// granted is the client's answer when behavior is "ask".
+	granted bool
+}
+
+// ruleVerdict is the verdict of a decision of the rules or the mode.
+func ruleVerdict(d permission.Decision) permissionVerdict {
+	v := permissionVerdict{behavior: d.Behavior.String(), by: d.Origin.String(), decidedBy: decider(d)}
+	if d.Origin != permission.OriginMode {
+		v.rule = d.Rule
+	}
+	return v
+}
+
+// hookVerdict is the verdict of PreToolUse hooks.
+func hookVerdict(behavior permission.Behavior, decidedBy string) permissionVerdict {
+	return permissionVerdict{behavior: behavior.String(), by: "hook", decidedBy: decidedBy}
+}
+
 // before decides whether c may run. It returns the input to run with (a
 // PreToolUse hook may rewrite it), what decided, and a Result when the call
 // must not run.
@@ -86,76 +117,110 @@ func (g *gate) allowAlways(rule string) error {
 // client is asked anything: a hook may block the call, rewrite its input
 // (which the rules then judge again), ask, or allow — and a hook's allow
 // answers a question only the mode would have asked, never an ask rule.
-func (g *gate) before(ctx context.Context, s *Session, c *call) (json.RawMessage, string, *tool.Result) {
+func (g *gate) before(ctx context.Context, s *Session, c *call) (json.RawMessage, permissionVerdict, *tool.Result) {
 	spec := c.tool.Spec()
 	policy := g.currentPolicy()
 	d := policy.Decide(g.request(s, spec, c.input))
 	if d.Behavior == permission.Deny {
-		return g.refuse(s, c, decider(d), tool.UseError(tool.OutcomeDenied, d.Reason))
+		return g.refuse(ctx, s, c, ruleVerdict(d), tool.UseError(tool.OutcomeDenied, d.Reason))
 	}
-	input, decidedBy := c.input, decider(d)
+	input, v := c.input, ruleVerdict(d)
 	var hookSays hook.Decision
 	var hookReason string
 	if g.hooks.Has(hook.PreToolUse) {
-		out := g.hooks.Run(ctx, s.env.Procs, hook.PreToolUse, hook.Input{
+		out := g.runHooks(ctx, s, hook.PreToolUse, hook.Input{
 			SessionID: s.id, Cwd: s.env.Cwd(), ToolName: spec.Name, ToolUseID: c.use.ID,
 			ToolInput: input, PermissionMode: string(policy.Mode()),
 		})
 		for _, e := range out.Errors {
-			s.log.Warn("PreToolUse hook error", "tool_use_id", c.use.ID, "error", e)
+			s.log.WarnContext(ctx, "PreToolUse hook error", "tool_use_id", c.use.ID, "error", e)
 		}
 		if ctx.Err() != nil {
-			return nil, decidedBy, interruptedResult(context.Cause(ctx))
+			return nil, permissionVerdict{decidedBy: v.decidedBy}, interruptedResult(context.Cause(ctx))
 		}
 		if out.Block || out.Decision == hook.Deny {
 			reason := out.Reason
 			if reason == "" {
 				reason = out.DecisionReason
 			}
-			return g.refuse(s, c, out.DecidedBy, tool.UseError(tool.OutcomeDenied, hook.BlockedText(spec.Name, reason)))
+			return g.refuse(ctx, s, c, hookVerdict(permission.Deny, out.DecidedBy), tool.UseError(tool.OutcomeDenied, hook.BlockedText(spec.Name, reason)))
 		}
 		if out.UpdatedInput != nil {
 			updated, err := schema.Validate(spec.Name, spec.InputSchema, string(out.UpdatedInput))
 			if err != nil {
-				return g.refuse(s, c, out.DecidedBy, tool.UseError(tool.OutcomeInvalidInput,
+				return g.refuse(ctx, s, c, hookVerdict(permission.Deny, out.DecidedBy), tool.UseError(tool.OutcomeInvalidInput,
 					"A PreToolUse hook rewrote the input into one that is not valid: "+err.Error()))
 			}
 			// The rules judge what will really run: a rewrite cannot reach
 			// what they deny, nor skip what they ask about.
 			d = g.currentPolicy().Decide(g.request(s, spec, updated))
 			if d.Behavior == permission.Deny {
-				return g.refuse(s, c, decider(d), tool.UseError(tool.OutcomeDenied, d.Reason))
+				return g.refuse(ctx, s, c, ruleVerdict(d), tool.UseError(tool.OutcomeDenied, d.Reason))
 			}
 			if err := c.tool.Validate(ctx, s.env, updated); err != nil {
-				return g.refuse(s, c, out.DecidedBy, tool.ValidationResult(err))
+				return g.refuse(ctx, s, c, hookVerdict(permission.Deny, out.DecidedBy), tool.ValidationResult(err))
 			}
-			input, decidedBy = updated, decider(d)+"; "+out.DecidedBy
+			input, v = updated, ruleVerdict(d)
+			v.decidedBy += "; " + out.DecidedBy
 		}
 		hookSays, hookReason = out.Decision, out.DecisionReason
 		if hookSays == hook.Allow && d.Behavior == permission.Ask && d.Origin == permission.OriginMode {
-			d.Behavior, decidedBy = permission.Allow, out.DecidedBy
+			d.Behavior, v = permission.Allow, hookVerdict(permission.Allow, out.DecidedBy)
 		}
 	}
+	asked := false
 	switch {
 	case d.Behavior == permission.Ask:
+		asked = true
 		if res := g.ask(ctx, s, c, input, d.Reason, d.Suggestion); res != nil {
-			return g.refuse(s, c, "client", res)
+			return g.refuse(ctx, s, c, clientVerdict(v.rule, false), res)
 		}
-		decidedBy = "client"
 	case hookSays == hook.Ask:
+		asked = true
 		if res := g.ask(ctx, s, c, input, hookReason, ""); res != nil {
-			return g.refuse(s, c, "client", res)
+			return g.refuse(ctx, s, c, clientVerdict("", false), res)
 		}
-		decidedBy = "client"
 	}
-	s.log.Info("call allowed", "tool_use_id", c.use.ID, "tool", spec.Name, "decided_by", decidedBy)
-	return input, decidedBy, nil
+	if asked {
+		v = clientVerdict(v.rule, true)
+	}
+	s.log.InfoContext(ctx, "call allowed", "tool_use_id", c.use.ID, "tool", spec.Name, "decided_by", v.decidedBy)
+	return input, v, nil
+}
+
+// clientVerdict is the verdict of a call the client was asked about; rule
+// is the ask rule that made the executor ask, if any.
+func clientVerdict(rule string, granted bool) permissionVerdict {
+	return permissionVerdict{behavior: permission.Ask.String(), rule: rule, by: "client", decidedBy: "client", granted: granted}
 }
 
 // refuse logs a refused call and returns what before returns for it.
-func (g *gate) refuse(s *Session, c *call, decidedBy string, res *tool.Result) (json.RawMessage, string, *tool.Result) {
-	s.log.Info("call refused", "tool_use_id", c.use.ID, "tool", c.tool.Spec().Name, "decided_by", decidedBy, "outcome", res.FinalOutcome().String())
-	return nil, decidedBy, res
+func (g *gate) refuse(ctx context.Context, s *Session, c *call, v permissionVerdict, res *tool.Result) (json.RawMessage, permissionVerdict, *tool.Result) {
+	s.log.InfoContext(ctx, "call refused", "tool_use_id", c.use.ID, "tool", c.tool.Spec().Name, "decided_by", v.decidedBy, "outcome", res.FinalOutcome().String())
+	return nil, v, res
+}
+
+// runHooks runs the hooks of ev that match the call under a "hook <event>"
+// span, a child of the call's run_tool span. The span names neither the
+// commands nor what they printed.
+func (g *gate) runHooks(ctx context.Context, s *Session, ev hook.Event, in hook.Input) hook.Outcome {
+	n := len(g.hooks.Matching(ev, in.ToolName))
+	if n == 0 {
+		return hook.Outcome{}
+	}
+	hctx, span := s.ex.tel.tracer.Start(ctx, spanHookPrefix+ev.String())
+	defer span.End()
+	out := g.hooks.Run(hctx, s.env.Procs, ev, in)
+	if span.IsRecording() {
+		span.SetAttributes(keyHookEvent.String(ev.String()), keyHookCommands.Int(n), keyHookBlocked.Bool(out.Block))
+		if out.Decision != "" {
+			span.SetAttributes(keyHookDecision.String(string(out.Decision)))
+		}
+		if len(out.Errors) > 0 {
+			fail(span, errHook, fmt.Sprintf("%d hook(s) failed, timed out or printed unreadable output", len(out.Errors)))
+		}
+	}
+	return out
 }
 
 // decider names what made a permission decision: "mode:<mode>", or the
@@ -191,7 +256,7 @@ func (g *gate) ask(ctx context.Context, s *Session, c *call, input json.RawMessa
 		return tool.UseError(tool.OutcomeDenied, msg)
 	case d.Behavior == PermissionAllowAlways && suggestion != "":
 		if err := g.allowAlways(suggestion); err != nil {
-			s.log.Warn("could not add an allow-always rule", "rule", suggestion, "error", err)
+			s.log.WarnContext(ctx, "could not add an allow-always rule", "rule", suggestion, "error", err)
 		}
 	}
 	return nil
@@ -204,12 +269,12 @@ func (g *gate) after(ctx context.Context, s *Session, c *call, input json.RawMes
 		return res
 	}
 	spec := c.tool.Spec()
-	out := g.hooks.Run(ctx, s.env.Procs, hook.PostToolUse, hook.Input{
+	out := g.runHooks(ctx, s, hook.PostToolUse, hook.Input{
 		SessionID: s.id, Cwd: s.env.Cwd(), ToolName: spec.Name, ToolUseID: c.use.ID,
 		ToolInput: input, ToolResponse: toolResponse(res), PermissionMode: string(g.currentPolicy().Mode()),
 	})
 	for _, e := range out.Errors {
-		s.log.Warn("PostToolUse hook error", "tool_use_id", c.use.ID, "error", e)
+		s.log.WarnContext(ctx, "PostToolUse hook error", "tool_use_id", c.use.ID, "error", e)
 	}
 	var notes []string
 	if out.Block && out.Reason != "" {

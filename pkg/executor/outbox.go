@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Outbox limits. Progress is the only event whose size grows with a call's
@@ -14,24 +15,54 @@ const (
 	maxLogEvents = 20000
 	// maxLogProgressBytes caps the progress output kept for replay.
 	maxLogProgressBytes = 8 << 20
+	// progressStall is how long the reader may take no event at all before
+	// progress that does not fit is dropped instead of waited for.
+	progressStall = 50 * time.Millisecond
+	// maxProgressWait bounds one wait for room, however the reader moves.
+	maxProgressWait = time.Second
 )
 
 // outbox numbers a session's events and hands them to one reader at a time.
-// Writers never block: pending progress of a call is merged into one event.
+// Only progress writers ever wait, and only for their own call: pending
+// progress of a call is merged into one event, and output that does not fit
+// waits while the reader keeps taking events (so a client that keeps up
+// gets every byte) but is dropped and counted once the reader stalls (so a
+// slow client never makes memory grow or the call wait long).
 type outbox struct {
 	mu       sync.Mutex // guards the fields below
 	pending  []*Event
-	progress map[string]*Event // the pending Progress event of each call
-	log      []*Event          // sent events, oldest first, for replay
+	progress map[string]*pendingProgress // the pending Progress event of each call
+	stalled  map[string]bool             // calls dropping progress until their pending event is taken
+	lastMove time.Time                   // when the reader last took an event, or events became pending
+	log      []*Event                    // sent events, oldest first, for replay
 	logBytes int
 	seq      uint64
 	lostUpTo uint64 // highest sequence number of a trimmed non-progress event
 	closed   bool
 	wake     chan struct{}
+
+	stall   time.Duration // progressStall; tests change it
+	maxWait time.Duration // maxProgressWait
+}
+
+// pendingProgress is a call's Progress event waiting to be sent.
+type pendingProgress struct {
+	ev    *Event
+	taken chan struct{} // closed when the reader takes ev; made by the first waiter
 }
 
 func newOutbox() *outbox {
-	return &outbox{progress: make(map[string]*Event), wake: make(chan struct{}, 1)}
+	return &outbox{progress: make(map[string]*pendingProgress), stalled: make(map[string]bool), wake: make(chan struct{}, 1),
+		stall: progressStall, maxWait: maxProgressWait}
+}
+
+// appendLocked queues ev.
+func (o *outbox) appendLocked(ev *Event) {
+	if len(o.pending) == 0 {
+		o.lastMove = time.Now()
+	}
+	o.pending = append(o.pending, ev)
+	o.signalLocked()
 }
 
 func (o *outbox) signalLocked() {
@@ -48,22 +79,44 @@ func (o *outbox) push(ev *Event) {
 	if o.closed {
 		return
 	}
-	o.pending = append(o.pending, ev)
-	o.signalLocked()
+	o.appendLocked(ev)
 }
 
 // pushProgress queues p, merging it into the call's pending progress event
-// if one waits.
+// if one waits. When the merged output would exceed maxPendingProgress it
+// waits for the reader to take the pending event, as long as the reader
+// keeps taking events (progressStall) and at most maxProgressWait; past
+// that the call's progress is dropped, and counted, until the reader takes
+// its pending event.
 func (o *outbox) pushProgress(ev *Event) {
 	p := ev.Progress
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed {
-		return
-	}
-	if prev, ok := o.progress[p.ToolUseID]; ok {
-		q := prev.Progress
+	var deadline time.Time
+	for !o.closed {
+		prev, ok := o.progress[p.ToolUseID]
+		if !ok {
+			if len(p.Output) > maxPendingProgress {
+				p.Dropped += uint64(len(p.Output) - maxPendingProgress)
+				p.Output = p.Output[:maxPendingProgress]
+			}
+			o.progress[p.ToolUseID] = &pendingProgress{ev: ev}
+			o.appendLocked(ev)
+			return
+		}
+		q := prev.ev.Progress
 		room := maxPendingProgress - len(q.Output)
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(o.maxWait)
+		}
+		if room < len(p.Output) && !o.stalled[p.ToolUseID] {
+			if now.Sub(o.lastMove) < o.stall && now.Before(deadline) {
+				o.waitTakenLocked(prev, min(o.lastMove.Add(o.stall).Sub(now), deadline.Sub(now)))
+				continue
+			}
+			o.stalled[p.ToolUseID] = true
+		}
 		if room >= len(p.Output) {
 			q.Output = append(q.Output, p.Output...)
 		} else {
@@ -72,16 +125,26 @@ func (o *outbox) pushProgress(ev *Event) {
 		}
 		q.Elapsed, q.TotalLines, q.TotalBytes = p.Elapsed, p.TotalLines, p.TotalBytes
 		q.Dropped += p.Dropped
-		prev.Time = ev.Time
+		prev.ev.Time = ev.Time
 		return
 	}
-	if len(p.Output) > maxPendingProgress {
-		p.Dropped += uint64(len(p.Output) - maxPendingProgress)
-		p.Output = p.Output[:maxPendingProgress]
+}
+
+// waitTakenLocked waits, without the lock, until the reader takes pp, the
+// outbox closes or d passes.
+func (o *outbox) waitTakenLocked(pp *pendingProgress, d time.Duration) {
+	if pp.taken == nil {
+		pp.taken = make(chan struct{})
 	}
-	o.progress[p.ToolUseID] = ev
-	o.pending = append(o.pending, ev)
-	o.signalLocked()
+	ch := pp.taken
+	o.mu.Unlock()
+	t := time.NewTimer(d)
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+	t.Stop()
+	o.mu.Lock()
 }
 
 // next returns the next event, numbered and logged, waiting until one is
@@ -93,8 +156,14 @@ func (o *outbox) next(ctx context.Context) (*Event, error) {
 			ev := o.pending[0]
 			o.pending[0] = nil
 			o.pending = o.pending[1:]
+			o.lastMove = time.Now()
 			if ev.Progress != nil {
-				delete(o.progress, ev.Progress.ToolUseID)
+				id := ev.Progress.ToolUseID
+				if pp := o.progress[id]; pp != nil && pp.taken != nil {
+					close(pp.taken)
+				}
+				delete(o.progress, id)
+				delete(o.stalled, id)
 			}
 			o.numberLocked(ev)
 			o.mu.Unlock()
@@ -181,6 +250,12 @@ func (o *outbox) lastSeq() uint64 {
 func (o *outbox) close() {
 	o.mu.Lock()
 	o.closed = true
+	for _, pp := range o.progress {
+		if pp.taken != nil {
+			close(pp.taken)
+			pp.taken = nil
+		}
+	}
 	o.signalLocked()
 	o.mu.Unlock()
 }

@@ -73,3 +73,65 @@ func TestOutboxCloseDrainsThenEnds(t *testing.T) {
 		t.Fatalf("after drain: %v", err)
 	}
 }
+
+// A reader that keeps taking events gets every byte: the writer waits for
+// room instead of dropping.
+func TestOutboxProgressWaitsForAReaderThatKeepsUp(t *testing.T) {
+	o := newOutbox()
+	o.stall = time.Hour // the reader below never stalls, however loaded the machine
+	o.pushProgress(progress("a", maxPendingProgress))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.pushProgress(progress("a", maxPendingProgress)) // waits: the pending event is full
+	}()
+	ctx := context.Background()
+	for i := range 2 {
+		ev, err := o.next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := ev.Progress; len(p.Output) != maxPendingProgress || p.Dropped != 0 {
+			t.Fatalf("event %d: %d bytes, %d dropped; want all %d bytes", i, len(p.Output), p.Dropped, maxPendingProgress)
+		}
+	}
+	<-done
+}
+
+// A reader that takes nothing makes progress drop, counted, instead of
+// holding up the writer.
+func TestOutboxProgressDropsForAStalledReader(t *testing.T) {
+	o := newOutbox()
+	o.stall = 0
+	o.pushProgress(progress("a", maxPendingProgress))
+	o.pushProgress(progress("a", 100))
+	o.pushProgress(progress("b", 10)) // another call's progress is unaffected
+	ctx := context.Background()
+	ev, _ := o.next(ctx)
+	if p := ev.Progress; p.ToolUseID != "a" || len(p.Output) != maxPendingProgress || p.Dropped != 100 {
+		t.Fatalf("stalled progress: %+v", p)
+	}
+	if ev, _ := o.next(ctx); ev.Progress.ToolUseID != "b" || len(ev.Progress.Output) != 10 {
+		t.Fatalf("other call's progress: %+v", ev.Progress)
+	}
+	// Once the reader took it, the call's progress is queued afresh.
+	o.pushProgress(progress("a", 10))
+	if ev, _ := o.next(ctx); len(ev.Progress.Output) != 10 || ev.Progress.Dropped != 0 {
+		t.Fatalf("after the stall: %+v", ev.Progress)
+	}
+}
+
+// Closing the outbox releases a writer waiting for room.
+func TestOutboxCloseReleasesProgressWriter(t *testing.T) {
+	o := newOutbox()
+	o.stall, o.maxWait = time.Hour, time.Hour
+	o.pushProgress(progress("a", maxPendingProgress))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.pushProgress(progress("a", 1))
+		o.pushProgress(progress("a", maxPendingProgress))
+	}()
+	o.close()
+	<-done
+}

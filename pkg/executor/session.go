@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolwire/toolwire/pkg/queue"
 	"github.com/toolwire/toolwire/pkg/schema"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -58,7 +60,9 @@ type call struct {
 	inputErr error
 	safe     bool
 	received time.Time
-	done     chan struct{} // closed once result is set
+	ctx      context.Context // holds span; never cancelled
+	span     trace.Span      // run_tool
+	done     chan struct{}   // closed once result is set
 	result   *CallResult
 }
 
@@ -104,7 +108,11 @@ func (s *Session) Env() *tool.Env { return s.env }
 // Submit takes one tool_use. It never blocks on the call: the call is
 // accepted, queued, and its Result comes later as an Event. Submitting an id
 // seen before in the session runs nothing and repeats the first outcome.
-func (s *Session) Submit(use ToolUse) error {
+//
+// ctx gives the call's trace parent when use carries no W3C trace context
+// (the Execute stream's span); only its span context is used, so ending
+// ctx does not stop the call.
+func (s *Session) Submit(ctx context.Context, use ToolUse) error {
 	if use.ID == "" {
 		return fmt.Errorf("%w: tool_use id is empty (tool %q)", ErrInvalidToolUse, use.Name)
 	}
@@ -116,11 +124,13 @@ func (s *Session) Submit(use ToolUse) error {
 	}
 	if first, dup := s.calls[use.ID]; dup {
 		s.mu.Unlock()
+		_, span := s.ex.tel.startCall(ctx, s.id, use, now, true)
 		s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID, ConcurrencySafe: first.safe, Duplicate: true}})
-		s.repeatResult(first)
+		s.repeatResult(first, span)
 		return nil
 	}
 	c := &call{use: use, received: now, done: make(chan struct{})}
+	c.ctx, c.span = s.ex.tel.startCall(ctx, s.id, use, now, false)
 	s.calls[use.ID] = c
 	if s.opts.ResultOrder == OrderToolUse {
 		o := s.order[use.MessageID]
@@ -134,6 +144,9 @@ func (s *Session) Submit(use ToolUse) error {
 
 	c.tool = s.ex.lookup(use.Name)
 	if c.tool == nil {
+		_, span := s.ex.tel.tracer.Start(c.ctx, spanValidate)
+		fail(span, errValidation, "no tool has that name")
+		span.End()
 		s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID}})
 		s.finish(c, time.Time{}, tool.UseError(tool.OutcomeUnknownTool, schema.UnknownTool(use.Name)))
 		return nil
@@ -156,44 +169,86 @@ func isConcurrencySafe(t tool.Tool, input json.RawMessage) bool {
 	return false
 }
 
-// repeatResult sends first's Result again once it exists.
-func (s *Session) repeatResult(first *call) {
+// repeatResult sends first's Result again once it exists, and then ends
+// the duplicate's span.
+func (s *Session) repeatResult(first *call, span trace.Span) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		<-first.done
-		s.out.push(&Event{Time: time.Now(), Result: first.result})
+		repeated := *first.result
+		repeated.FinishedAt = time.Now()
+		s.ex.tel.endCall(span, &repeated)
+		s.out.push(&Event{Time: repeated.FinishedAt, Result: first.result})
 	}()
 }
 
 // run takes a call out of the queue through the pipeline to its Result.
+// ctx is the queue's (cancelled on abort); the call's span joins it.
 func (s *Session) run(ctx context.Context, c *call) {
+	ctx = trace.ContextWithSpan(ctx, c.span)
+	tel := s.ex.tel
 	var started time.Time
 	defer func() {
 		if v := recover(); v != nil {
-			s.log.Error("tool panicked", "tool", c.use.Name, "tool_use_id", c.use.ID, "panic", v)
+			s.log.ErrorContext(ctx, "tool panicked", "tool", c.use.Name, "tool_use_id", c.use.ID, "panic", v)
 			s.finish(c, started, panicResult(c.use.Name, v))
+		}
+		var ac *abortCause
+		if ctx.Err() != nil && errors.As(context.Cause(ctx), &ac) {
+			tel.aborts.Add(ctx, 1, tel.with(attrsKey{k1: keyToolName, v1: c.metricToolName(), k2: keyAbortReason, v2: ac.reason.String()}))
 		}
 	}()
 	if ctx.Err() != nil {
+		_, wait := tel.tracer.Start(ctx, spanQueueWait, trace.WithTimestamp(c.received))
+		wait.End()
 		s.finish(c, started, interruptedResult(context.Cause(ctx)))
 		return
 	}
 	started = time.Now()
+	_, wait := tel.tracer.Start(ctx, spanQueueWait, trace.WithTimestamp(c.received))
+	wait.End(trace.WithTimestamp(started))
+	toolName := tel.toolAttrs(c.metricToolName())
+	tel.queueWait.Record(ctx, started.Sub(c.received).Seconds(), toolName)
+	tel.inFlight.Add(ctx, 1, toolName)
 	s.out.push(&Event{Time: started, Started: &Started{ToolUseID: c.use.ID, QueueWait: started.Sub(c.received)}})
 	s.finish(c, started, s.execute(ctx, c))
+}
+
+// validate runs the checks of a call that left the queue under a validate
+// span: the parse and schema verdict reached on arrival, then the tool's
+// own checks. It returns the Result of a call that fails them.
+func (s *Session) validate(ctx context.Context, c *call) *tool.Result {
+	vctx, span := s.ex.tel.tracer.Start(ctx, spanValidate)
+	defer span.End()
+	if c.inputErr != nil {
+		fail(span, errValidation, "input does not match the tool's schema")
+		return tool.UseError(tool.OutcomeInvalidInput, c.inputErr.Error())
+	}
+	if err := c.tool.Validate(vctx, s.env, c.input); err != nil {
+		fail(span, errValidation, "the tool's checks refused the input")
+		return tool.ValidationResult(err)
+	}
+	return nil
+}
+
+// permission runs the permission step (rules, PreToolUse hooks, the
+// client's answer) under a permission span. It returns what before does.
+func (s *Session) permission(ctx context.Context, c *call) (json.RawMessage, string, *tool.Result) {
+	_, span := s.ex.tel.tracer.Start(ctx, spanPermission)
+	defer span.End()
+	input, v, denied := s.gate.before(ctx, s, c)
+	s.ex.tel.recordDecision(ctx, span, v)
+	return input, v.decidedBy, denied
 }
 
 // execute validates, authorises and runs a call that left the queue.
 func (s *Session) execute(ctx context.Context, c *call) *tool.Result {
 	name := c.tool.Spec().Name
-	if c.inputErr != nil {
-		return tool.UseError(tool.OutcomeInvalidInput, c.inputErr.Error())
+	if res := s.validate(ctx, c); res != nil {
+		return res
 	}
-	if err := c.tool.Validate(ctx, s.env, c.input); err != nil {
-		return tool.ValidationResult(err)
-	}
-	input, decidedBy, denied := s.gate.before(ctx, s, c)
+	input, decidedBy, denied := s.permission(ctx, c)
 	if denied != nil {
 		denied.DecidedBy = decidedBy
 		return denied
@@ -248,6 +303,12 @@ func (s *Session) finish(c *call, started time.Time, res *tool.Result) {
 	if c.tool != nil {
 		cr.ToolName = c.tool.Spec().Name
 	}
+	tel := s.ex.tel
+	if !started.IsZero() {
+		tel.inFlight.Add(c.ctx, -1, tel.toolAttrs(c.metricToolName()))
+	}
+	tel.recordResult(c.ctx, c.metricToolName(), cr)
+	tel.endCall(c.span, cr)
 	s.mu.Lock()
 	c.result = cr
 	close(c.done)

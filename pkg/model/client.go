@@ -65,9 +65,10 @@ type Config struct {
 // requests itself (the SDK's own retries are off) so that every retry can be
 // reported to the user. A Client is safe for concurrent use.
 type Client struct {
-	sdk anthropic.Client
-	cfg Config
-	log *slog.Logger
+	sdk    anthropic.Client
+	cfg    Config
+	log    *slog.Logger
+	meters meters
 }
 
 // ErrNoCredentials is returned by New when neither an API key nor an auth
@@ -121,7 +122,7 @@ func New(cfg Config) (*Client, error) {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
 	opts = append(opts, cfg.Options...)
-	return &Client{sdk: anthropic.NewClient(opts...), cfg: cfg, log: log}, nil
+	return &Client{sdk: anthropic.NewClient(opts...), cfg: cfg, log: log, meters: newMeters()}, nil
 }
 
 // ConfigFromEnv returns a Config with the credentials and address from the
@@ -342,10 +343,22 @@ var errIdle = errors.New("model: response stream idle for too long")
 // the complete blocks received so far with an error wrapping ErrStreamCut
 // (or the API error the stream carried). The returned Response is nil only
 // when nothing arrived.
-func (c *Client) Stream(ctx context.Context, req Request, on func(Event)) (*Response, error) {
+//
+// Each call is one span, "chat {model}", with the GenAI attributes of the
+// request and its response (retries included).
+func (c *Client) Stream(ctx context.Context, req Request, on func(Event)) (resp *Response, err error) {
 	if on == nil {
 		on = func(Event) {}
 	}
+	if req.Model == "" {
+		req.Model = c.cfg.Model
+	}
+	if req.MaxTokens <= 0 {
+		req.MaxTokens = c.cfg.MaxTokens
+	}
+	ctx, span := startChat(ctx, req)
+	start := time.Now()
+	defer func() { c.meters.endChat(ctx, span, req, start, resp, err) }()
 	params, err := c.params(req)
 	if err != nil {
 		return nil, err

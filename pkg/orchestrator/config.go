@@ -34,6 +34,23 @@ var (
 // it with Config.DefaultExecutor when a session names none.
 type Dialer func(ctx context.Context, addr string) (executorv1.ExecutorServiceClient, error)
 
+// Placer chooses the executor of each new session when an executor
+// address names a pool of executors (cmd/orchestrator backs it with
+// pkg/execpool). Sessions stick to the executor they were placed on.
+type Placer interface {
+	// Place returns the executor for a new session whose executor address
+	// is target, and a release to call when the session ends. A target that
+	// is not a pool comes back unchanged.
+	Place(ctx context.Context, target string) (addr string, release func(), err error)
+	// Hold counts a session already placed on addr from pool target (one
+	// loaded from the store after a restart) and returns its release.
+	Hold(target, addr string) (release func())
+	// Leaving reports whether addr, a member of pool target, is known to
+	// take no more work: its health says it is draining, or it cannot be
+	// reached.
+	Leaving(target, addr string) bool
+}
+
 // PermissionFunc answers a permission request without a client, e.g. in
 // headless mode. Returning nil leaves the request to the attached client.
 type PermissionFunc func(sessionID string, req *executorv1.PermissionRequest) *executorv1.PermissionDecision
@@ -42,6 +59,7 @@ type PermissionFunc func(sessionID string, req *executorv1.PermissionRequest) *e
 const (
 	DefaultMaxTurns     = 100
 	DefaultAbortGrace   = 10 * time.Second
+	DefaultResumeWindow = 30 * time.Second
 	defaultEventBacklog = 1 << 16
 )
 
@@ -51,6 +69,9 @@ type Config struct {
 	Model *model.Client
 	// Dial connects to executors. Required.
 	Dial Dialer
+	// Placer places sessions on one executor of a pool; nil treats every
+	// executor address as one executor.
+	Placer Placer
 	// DefaultExecutor is the address used by sessions that name none
 	// ("embedded" for an in-process executor).
 	DefaultExecutor string
@@ -64,6 +85,11 @@ type Config struct {
 	// AbortGrace is how long an interrupted turn waits for the executor's
 	// results of aborted calls before it writes interrupted results itself.
 	AbortGrace time.Duration
+	// ResumeWindow is how long a turn whose executor stream broke keeps
+	// trying to resume the executor's session before its unfinished calls
+	// get interrupted results. The executor's own retention (in its Hello)
+	// caps it.
+	ResumeWindow time.Duration
 	// EventBacklog is how many events per session are kept for clients
 	// that attach late or fall behind.
 	EventBacklog int
@@ -76,8 +102,11 @@ type Config struct {
 // SessionConfig is what can be chosen per session. Zero fields take the
 // orchestrator's defaults.
 type SessionConfig struct {
-	// Executor is the executor address ("embedded" for in-process).
+	// Executor is the executor address ("embedded" for in-process). For a
+	// session placed from a pool it is the member chosen at creation.
 	Executor string
+	// Pool is the pool address the session was placed from, if any.
+	Pool string
 	// Model is the model name.
 	Model string
 	// SystemPrompt replaces the default system prompt.
@@ -155,6 +184,7 @@ func (c SessionConfig) validate() error {
 // storedConfig is SessionConfig as persisted in a transcript.
 type storedConfig struct {
 	Executor        string          `json:"executor,omitempty"`
+	Pool            string          `json:"pool,omitempty"`
 	Model           string          `json:"model,omitempty"`
 	SystemPrompt    string          `json:"system_prompt,omitempty"`
 	MaxTokens       int             `json:"max_tokens,omitempty"`
@@ -170,7 +200,7 @@ type storedConfig struct {
 // MarshalJSON stores the configuration, proto fields in protojson form.
 func (c SessionConfig) MarshalJSON() ([]byte, error) {
 	s := storedConfig{
-		Executor: c.Executor, Model: c.Model, SystemPrompt: c.SystemPrompt, MaxTokens: c.MaxTokens,
+		Executor: c.Executor, Pool: c.Pool, Model: c.Model, SystemPrompt: c.SystemPrompt, MaxTokens: c.MaxTokens,
 		MaxTurns: c.MaxTurns, AllowedTools: c.AllowedTools, DisallowedTools: c.DisallowedTools,
 		Workspace: c.Workspace, ThinkingBudget: c.ThinkingBudget,
 	}
@@ -195,7 +225,7 @@ func (c *SessionConfig) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*c = SessionConfig{
-		Executor: s.Executor, Model: s.Model, SystemPrompt: s.SystemPrompt, MaxTokens: s.MaxTokens,
+		Executor: s.Executor, Pool: s.Pool, Model: s.Model, SystemPrompt: s.SystemPrompt, MaxTokens: s.MaxTokens,
 		MaxTurns: s.MaxTurns, AllowedTools: s.AllowedTools, DisallowedTools: s.DisallowedTools,
 		Workspace: s.Workspace, ThinkingBudget: s.ThinkingBudget,
 	}

@@ -48,6 +48,7 @@ const (
 	textLostExecutor       = "Interrupted: the connection to the executor was lost before this call finished (%s). It may or may not have run."
 	textRestarted          = "Interrupted: the orchestrator restarted before this call's result was recorded. It may or may not have run."
 	textRequestInterrupted = "[Request interrupted by user]"
+	textMoved              = "The executor this session ran on (%s) became unavailable, so the session now runs on another executor. Files written, the working directory and background tasks from before may be missing there."
 	textContinue           = "Your previous response was cut off by the output token limit. Continue exactly where it stopped, without repeating or summarising what you already wrote."
 )
 

@@ -165,6 +165,10 @@ func (l *link) close() {
 	<-l.done
 }
 
+// breakOff cancels the stream without waiting; the receiving goroutine
+// then ends and done closes. Used when a send failed.
+func (l *link) breakOff() { l.cancel() }
+
 // drop breaks the stream at once; the executor keeps the session for its
 // retention window.
 func (l *link) drop() {

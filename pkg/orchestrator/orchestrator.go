@@ -43,6 +43,9 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.AbortGrace <= 0 {
 		cfg.AbortGrace = DefaultAbortGrace
 	}
+	if cfg.ResumeWindow <= 0 {
+		cfg.ResumeWindow = DefaultResumeWindow
+	}
 	if cfg.EventBacklog <= 0 {
 		cfg.EventBacklog = defaultEventBacklog
 	}
@@ -87,13 +90,26 @@ func (o *Orchestrator) Create(ctx context.Context, id string, cfg SessionConfig)
 	if o.sessions[id] != nil {
 		return nil, fmt.Errorf("%w: %s", ErrExists, id)
 	}
+	release := func() {}
+	if o.cfg.Placer != nil {
+		addr, rel, err := o.cfg.Placer.Place(ctx, cfg.Executor)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrExecutorUnavailable, err)
+		}
+		if addr != cfg.Executor {
+			cfg.Pool, cfg.Executor = cfg.Executor, addr
+		}
+		release = rel
+	}
 	created := time.Now().UTC()
 	if o.cfg.Store != nil {
 		if err := o.cfg.Store.create(id, cfg, created); err != nil {
+			release()
 			return nil, err
 		}
 	}
 	s := newSession(o, id, cfg, created)
+	s.release = release
 	if _, _, err := s.connect(ctx); err != nil {
 		s.close()
 		if o.cfg.Store != nil {
@@ -102,7 +118,7 @@ func (o *Orchestrator) Create(ctx context.Context, id string, cfg SessionConfig)
 		return nil, err
 	}
 	o.sessions[id] = s
-	s.log.Info("session created", "executor", cfg.Executor, "model", s.model())
+	s.log.Info("session created", "executor", cfg.Executor, "pool", cfg.Pool, "model", s.model())
 	return s, nil
 }
 
@@ -133,6 +149,9 @@ func (o *Orchestrator) Session(ctx context.Context, id string) (*Session, error)
 	s.restarted = true
 	if err := s.repair(); err != nil {
 		return nil, err
+	}
+	if o.cfg.Placer != nil && t.config.Pool != "" {
+		s.release = o.cfg.Placer.Hold(t.config.Pool, t.config.Executor)
 	}
 	o.sessions[id] = s
 	s.log.Info("session resumed from transcript", "messages", len(s.messages), "turns", s.nturns)

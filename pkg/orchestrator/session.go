@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -42,6 +43,8 @@ type Session struct {
 	busy     bool
 	stopTurn context.CancelCauseFunc
 	calls    *callSet // calls of the response being handled; nil otherwise
+	executor string   // address of the executor the session runs on
+	release  func()   // frees the session's place on a pooled executor; may be nil
 	notes    []string // task notifications not yet told to the model
 	closed   bool
 }
@@ -49,7 +52,7 @@ type Session struct {
 func newSession(o *Orchestrator, id string, cfg SessionConfig, created time.Time) *Session {
 	ctx, cancel := context.WithCancel(o.ctx)
 	return &Session{
-		o: o, id: id, cfg: cfg, created: created,
+		o: o, id: id, cfg: cfg, created: created, executor: cfg.Executor,
 		log:    o.log.With("session_id", id),
 		events: newEventLog(o.cfg.EventBacklog),
 		ctx:    ctx, cancel: cancel,
@@ -59,15 +62,27 @@ func newSession(o *Orchestrator, id string, cfg SessionConfig, created time.Time
 // ID returns the session id.
 func (s *Session) ID() string { return s.id }
 
-// Config returns the session's configuration.
-func (s *Session) Config() SessionConfig { return s.cfg }
+// Config returns the session's configuration; Executor is the executor it
+// runs on now (a pooled session moves when its executor is gone).
+func (s *Session) Config() SessionConfig {
+	cfg := s.cfg
+	cfg.Executor = s.executorAddr()
+	return cfg
+}
+
+// executorAddr returns the address of the session's executor.
+func (s *Session) executorAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.executor
+}
 
 // Info describes the session.
 func (s *Session) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Info{
-		ID: s.id, Executor: s.cfg.Executor, Model: s.model(), CreatedAt: s.created,
+		ID: s.id, Executor: s.executor, Model: s.model(), CreatedAt: s.created,
 		Turns: s.nturns, Usage: s.usage, MessageCount: len(s.messages), Busy: s.busy,
 	}
 }
@@ -233,15 +248,72 @@ func (s *Session) takeNotes() []string {
 // connect returns a working Execute stream, opening or reopening it: a
 // broken stream is resumed where it stopped, and a session loaded from disk
 // reattaches to the executor's session if it still exists.
+//
+// A session placed from a pool whose executor cannot be reached (gone, or
+// draining) moves to another member of the pool: a fresh executor session,
+// which the model is told about, since files, the working directory and
+// background tasks stay behind. Between turns no call is running, so
+// nothing runs twice.
 func (s *Session) connect(ctx context.Context) (*link, []model.Tool, error) {
 	s.linkMu.Lock()
 	defer s.linkMu.Unlock()
+	addr := s.executorAddr()
+	pooled := s.cfg.Pool != "" && s.o.cfg.Placer != nil
+	leaving := pooled && s.o.cfg.Placer.Leaving(s.cfg.Pool, addr)
 	if s.link != nil && s.link.alive() {
-		return s.link, s.tools, nil
+		if !leaving {
+			return s.link, s.tools, nil
+		}
+		// No call runs between model requests: end the executor's session
+		// cleanly and move before it goes away under the next calls.
+		s.log.Warn("executor is draining; ending the session there", "executor", addr)
+		s.link.close()
 	}
-	client, err := s.o.cfg.Dial(ctx, s.cfg.Executor)
+	var err error
+	if leaving {
+		err = fmt.Errorf("%w: %s is draining or unreachable", ErrExecutorUnavailable, addr)
+	} else {
+		l, tools, cerr := s.connectTo(ctx, addr)
+		if cerr == nil || !pooled || !errors.Is(cerr, ErrExecutorUnavailable) || ctx.Err() != nil {
+			return l, tools, cerr
+		}
+		err = cerr
+	}
+	next, release, perr := s.o.cfg.Placer.Place(ctx, s.cfg.Pool)
+	if perr != nil {
+		return nil, nil, fmt.Errorf("%w (and no other executor of %s: %w)", err, s.cfg.Pool, perr)
+	}
+	if next == addr {
+		release()
+		return nil, nil, err
+	}
+	s.log.Warn("executor unavailable; moving the session to another executor of its pool",
+		"from", addr, "to", next, "pool", s.cfg.Pool, "err", err)
+	if st := s.o.cfg.Store; st != nil {
+		if perr := st.append(s.id, record{Type: recPlaced, Time: time.Now(), Executor: next}); perr != nil {
+			release()
+			return nil, nil, fmt.Errorf("persist the move to executor %s: %w", next, perr)
+		}
+	}
+	s.mu.Lock()
+	s.executor = next
+	s.notes = append(s.notes, fmt.Sprintf(textMoved, addr))
+	old := s.release
+	s.release = release
+	s.mu.Unlock()
+	if old != nil {
+		old()
+	}
+	s.link = nil
+	return s.connectTo(ctx, next)
+}
+
+// connectTo opens or resumes the session's stream to the executor at addr.
+// linkMu is held.
+func (s *Session) connectTo(ctx context.Context, addr string) (*link, []model.Tool, error) {
+	client, err := s.o.cfg.Dial(ctx, addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %w", ErrExecutorUnavailable, s.cfg.Executor, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrExecutorUnavailable, addr, err)
 	}
 	openResume := func(after uint64, stale bool) (*link, error) {
 		return openLink(ctx, client, &executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Resume{Resume: &executorv1.Resume{
@@ -322,9 +394,75 @@ func (s *Session) connect(ctx context.Context) (*link, []model.Tool, error) {
 		s.system += "\n\nWorking directory: " + ws
 	}
 	s.link = l
-	s.log.Info("connected to executor", "executor", s.cfg.Executor, "resumed", l.hello.GetResumed(),
+	s.log.Info("connected to executor", "executor", addr, "resumed", l.hello.GetResumed(),
 		"executor_version", l.hello.GetExecutorVersion(), "sandbox", l.hello.GetSandbox().GetBackend())
 	return l, s.tools, nil
+}
+
+// Backoff between attempts to resume a broken stream.
+const (
+	resumeFirstPause = 50 * time.Millisecond
+	resumeMaxPause   = time.Second
+	resumeAttempt    = 10 * time.Second // bound on one attempt (dial, hello)
+)
+
+// resume reattaches to the executor's session after old broke, retrying
+// with backoff for the resume window (capped by the executor's retention).
+// It never opens a new session: the calls already sent may have run and
+// must not run again; a session the executor no longer has is an error.
+// On success the new stream is the session's link, and the events after
+// the last one old received have been replayed to handleExec.
+func (s *Session) resume(ctx context.Context, old *link) (*link, error) {
+	s.linkMu.Lock()
+	defer s.linkMu.Unlock()
+	if s.link != old && s.link != nil && s.link.alive() {
+		return s.link, nil // resumed by someone else meanwhile
+	}
+	window := s.o.cfg.ResumeWindow
+	if r := old.hello.GetResumeRetention().AsDuration(); r > 0 && r < window {
+		window = r
+	}
+	after := old.lastSeq.Load()
+	s.log.Warn("executor stream broke; resuming", "executor", s.executorAddr(), "after", after, "window", window, "err", old.err)
+	start := time.Now()
+	deadline := start.Add(window)
+	pause := resumeFirstPause
+	for attempt := 1; ; attempt++ {
+		l, err := s.resumeOnce(ctx, after)
+		if err == nil {
+			s.link = l
+			s.log.Info("executor session resumed", "executor", s.executorAddr(), "attempts", attempt,
+				"after", after, "took", time.Since(start))
+			return l, nil
+		}
+		if c := status.Code(err); c == codes.NotFound || c == codes.FailedPrecondition {
+			return nil, fmt.Errorf("the executor no longer has the session: %w", err)
+		}
+		if !time.Now().Add(pause).Before(deadline) {
+			return nil, fmt.Errorf("could not resume within %s (%d attempts): %w", window, attempt, err)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, context.Cause(ctx)
+		case <-t.C:
+		}
+		pause = min(2*pause, resumeMaxPause)
+	}
+}
+
+// resumeOnce makes one attempt to reattach to the executor's session.
+func (s *Session) resumeOnce(ctx context.Context, after uint64) (*link, error) {
+	actx, cancel := context.WithTimeout(ctx, resumeAttempt)
+	defer cancel()
+	client, err := s.o.cfg.Dial(actx, s.executorAddr())
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	return openLink(actx, client, &executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Resume{Resume: &executorv1.Resume{
+		SessionId: s.id, LastSequence: after,
+	}}}, false, s.handleExec)
 }
 
 func (s *Session) systemPrompt() string {
@@ -410,12 +548,20 @@ func (s *Session) close() {
 	if st := s.o.cfg.Store; st != nil {
 		st.release(s.id)
 	}
+	s.mu.Lock()
+	release := s.release
+	s.release = nil
+	s.mu.Unlock()
+	if release != nil {
+		release()
+	}
 }
 
 // callSet tracks the calls of one model response until each has a result.
 type callSet struct {
-	mu      sync.Mutex        // guards the fields below
-	names   map[string]string // every call: tool_use id -> tool name
+	mu      sync.Mutex                     // guards the fields below
+	uses    map[string]*executorv1.ToolUse // every call, by tool_use id, as sent
+	spans   map[string]trace.Span          // the span of each call without a result
 	pending map[string]bool
 	order   []string
 	results []*executorv1.Result // in arrival order
@@ -423,21 +569,37 @@ type callSet struct {
 }
 
 func newCallSet() *callSet {
-	return &callSet{names: map[string]string{}, pending: map[string]bool{}, signal: make(chan struct{}, 1)}
+	return &callSet{uses: map[string]*executorv1.ToolUse{}, spans: map[string]trace.Span{}, pending: map[string]bool{}, signal: make(chan struct{}, 1)}
 }
 
-func (c *callSet) add(id, name string) {
+// add records a call and its span, which ends with the call's result.
+func (c *callSet) add(use *executorv1.ToolUse, span trace.Span) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, dup := c.names[id]; dup {
+	if _, dup := c.uses[use.GetId()]; dup {
+		span.End()
 		return
 	}
-	c.names[id] = name
-	c.pending[id] = true
-	c.order = append(c.order, id)
+	c.uses[use.GetId()] = use
+	c.spans[use.GetId()] = span
+	c.pending[use.GetId()] = true
+	c.order = append(c.order, use.GetId())
 }
 
-// has reports whether id is a call of the set still waiting for its result.
+// unfinished returns the calls still waiting for a result, in tool_use
+// order, as they were sent.
+func (c *callSet) unfinished() []*executorv1.ToolUse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*executorv1.ToolUse
+	for _, id := range c.order {
+		if c.pending[id] {
+			out = append(out, c.uses[id])
+		}
+	}
+	return out
+}
+
 func (c *callSet) has(id string) bool {
 	if c == nil {
 		return false
@@ -456,7 +618,12 @@ func (c *callSet) deliver(r *executorv1.Result) bool {
 	}
 	delete(c.pending, r.GetToolUseId())
 	c.results = append(c.results, r)
+	span := c.spans[r.GetToolUseId()]
+	delete(c.spans, r.GetToolUseId())
 	c.mu.Unlock()
+	if span != nil {
+		endToolCall(span, r)
+	}
 	select {
 	case c.signal <- struct{}{}:
 	default:
@@ -476,15 +643,12 @@ func (c *callSet) waiting() int {
 	return len(c.pending)
 }
 
-// missing returns the calls still without a result, in tool_use order.
+// missing returns the calls still without a result, in tool_use order, as
+// (id, tool name) pairs.
 func (c *callSet) missing() [][2]string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var out [][2]string
-	for _, id := range c.order {
-		if c.pending[id] {
-			out = append(out, [2]string{id, c.names[id]})
-		}
+	for _, u := range c.unfinished() {
+		out = append(out, [2]string{u.GetId(), u.GetName()})
 	}
 	return out
 }

@@ -82,6 +82,7 @@ const (
 	recSession = "session"
 	recMessage = "message"
 	recTurn    = "turn"
+	recPlaced  = "placed" // the session moved to another executor of its pool
 )
 
 // record is one line of a transcript file.
@@ -96,6 +97,8 @@ type record struct {
 	MessageID string         `json:"message_id,omitempty"`
 	// Turn.
 	Turn *turnRecord `json:"turn,omitempty"`
+	// Placed: the executor the session runs on from now on.
+	Executor string `json:"executor,omitempty"`
 }
 
 type turnRecord struct {
@@ -211,6 +214,8 @@ func (st *Store) load(id string) (*transcript, error) {
 			if rec.Message != nil && len(rec.Message.Content) > 0 {
 				t.messages = appendMessage(t.messages, *rec.Message)
 			}
+		case recPlaced:
+			t.config.Executor = rec.Executor
 		case recTurn:
 			t.turns++
 			if rec.Turn != nil {

@@ -19,8 +19,10 @@ import (
 func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
 	start := time.Now()
 	res = &TurnResult{}
+	ctx, span := s.startTurn(ctx)
 	defer func() {
 		res.Duration = time.Since(start)
+		endTurn(span, res)
 		s.finishTurn(res)
 	}()
 	fail := func(kind string, err error) *TurnResult {
@@ -175,14 +177,15 @@ func (s *Session) request(ctx context.Context, l *link, tools []model.Tool) (*mo
 				return
 			}
 			b := ev.Block
-			cs.add(b.ID, b.Name)
+			use := &executorv1.ToolUse{Id: b.ID, Name: b.Name, InputJson: ev.RawInput, AssistantMessageId: msgID}
+			cs.add(use, startToolCall(ctx, use))
 			s.publish(Event{Kind: EventToolUse, MessageID: msgID, ToolUse: &ToolUse{ID: b.ID, Name: b.Name, InputJSON: ev.RawInput}})
-			err := l.submit(&executorv1.ToolUse{Id: b.ID, Name: b.Name, InputJson: ev.RawInput, AssistantMessageId: msgID})
-			if err != nil {
-				r := syntheticResult(b.ID, b.Name, fmt.Sprintf(textLostExecutor, err), executorv1.Outcome_OUTCOME_INTERNAL_ERROR)
-				if cs.deliver(r) {
-					s.publish(Event{Kind: EventToolResult, Result: r})
-				}
+			if err := l.submit(use); err != nil {
+				// The stream is broken. The call stays pending: collect
+				// resumes the session and sends it again (the executor
+				// runs an id once, so a copy that did arrive is harmless).
+				s.log.Warn("send tool_use; will resend after resuming", "tool_use_id", b.ID, "err", err)
+				l.breakOff()
 			}
 		}
 	})
@@ -190,10 +193,13 @@ func (s *Session) request(ctx context.Context, l *link, tools []model.Tool) (*mo
 }
 
 // collect waits for the result of every call in cs and returns the
-// tool_result blocks in the order the results arrived. When ctx ends
-// (interrupt) it aborts every call and waits a grace period for the
-// executor's results; calls that still have none, or whose executor is
-// gone, get a result written here. stopped reports an interrupt.
+// tool_result blocks in the order the results arrived. When the stream to
+// the executor breaks, it resumes the executor's session (which kept
+// running the calls), receives the events it missed and sends again the
+// calls without a result; calls whose session cannot be resumed get an
+// interrupted result. When ctx ends (interrupt) it aborts every call and
+// waits a grace period for the executor's results; calls that still have
+// none get a result written here. stopped reports an interrupt.
 func (s *Session) collect(ctx context.Context, l *link, cs *callSet) (blocks []model.Block, stopped bool) {
 	defer func() {
 		s.mu.Lock()
@@ -202,21 +208,45 @@ func (s *Session) collect(ctx context.Context, l *link, cs *callSet) (blocks []m
 		}
 		s.mu.Unlock()
 	}()
-	err := cs.waitAll(ctx, l.done)
+	var err error
+	for {
+		err = cs.waitAll(ctx, l.done)
+		if !errors.Is(err, errLinkLost) {
+			break
+		}
+		nl, rerr := s.resume(ctx, l)
+		if rerr != nil {
+			if ctx.Err() != nil {
+				err = context.Cause(ctx)
+			} else {
+				err = fmt.Errorf("%w: %w", errLinkLost, rerr)
+			}
+			break
+		}
+		l = nl
+		for _, use := range cs.unfinished() {
+			if serr := l.submit(use); serr != nil {
+				l.breakOff()
+				break
+			}
+		}
+	}
 	text := ""
 	outcome := executorv1.Outcome_OUTCOME_INTERRUPTED
 	switch {
 	case err == nil:
 	case errors.Is(err, errLinkLost):
-		text = fmt.Sprintf(textLostExecutor, l.err)
-		s.publishError("executor_unavailable", fmt.Errorf("%w: %w", ErrExecutorUnavailable, l.err), true)
+		text = fmt.Sprintf(textLostExecutor, err)
+		s.publishError("executor_unavailable", fmt.Errorf("%w: %w", ErrExecutorUnavailable, err), true)
 	default:
 		stopped = true
 		text = textInterrupted
-		if abortErr := l.abortAll(executorv1.AbortReason_ABORT_REASON_USER_INTERRUPTED, err.Error()); abortErr == nil {
-			grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.cfg.AbortGrace)
-			_ = cs.waitAll(grace, l.done)
-			cancel()
+		if l.alive() {
+			if abortErr := l.abortAll(executorv1.AbortReason_ABORT_REASON_USER_INTERRUPTED, err.Error()); abortErr == nil {
+				grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.cfg.AbortGrace)
+				_ = cs.waitAll(grace, l.done)
+				cancel()
+			}
 		}
 	}
 	for _, r := range cs.arrived() {

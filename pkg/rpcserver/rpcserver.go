@@ -1,7 +1,8 @@
 // Package rpcserver builds the gRPC servers of toolsvc and orchestrator the
-// same way: recovery and logging interceptors, keepalive, message size
-// limits, the standard health service and server reflection, and listening
-// on TCP or unix sockets.
+// same way: OpenTelemetry server spans and metrics, recovery and logging
+// interceptors whose lines carry the trace and span ids, keepalive, message
+// size limits, the standard health service and server reflection, and
+// listening on TCP or unix sockets.
 package rpcserver
 
 import (
@@ -16,6 +17,8 @@ import (
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -23,6 +26,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+
+	"github.com/toolwire/toolwire/pkg/telemetry"
 )
 
 // MaxMessageBytes caps one gRPC message in either direction. Tool results
@@ -47,10 +52,16 @@ type Server struct {
 
 // New returns a Server with toolwire's interceptors and limits. Extra
 // options (credentials, stats handlers, auth) are appended.
+//
+// Every RPC but health checks gets an OpenTelemetry server span (and the
+// rpc.server.* metrics) from the global tracer and meter providers, its
+// parent taken from the client's W3C trace context. The lines of the
+// logging and recovery interceptors carry that span's trace_id and span_id.
 func New(log *slog.Logger, extra ...grpc.ServerOption) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = slog.New(telemetry.TraceHandler(log.Handler()))
 	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
 		log.Log(ctx, slog.Level(lvl), msg, fields...)
 	})
@@ -60,6 +71,7 @@ func New(log *slog.Logger, extra ...grpc.ServerOption) *Server {
 	})
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
 	opts := []grpc.ServerOption{
+		grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithFilter(filters.Not(filters.HealthCheck())))),
 		grpc.ChainUnaryInterceptor(
 			logging.UnaryServerInterceptor(logger, logOpts...),
 			recovery.UnaryServerInterceptor(recoverFn),

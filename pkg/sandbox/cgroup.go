@@ -105,6 +105,10 @@ type runnerCgroups struct {
 
 var runnerSeq atomic.Uint64
 
+// cgroupsDisabled makes new runners use no cgroup (for tests of the
+// fallback).
+var cgroupsDisabled atomic.Bool
+
 // newRunnerCgroups creates the runner's directories where the hierarchy
 // allows it; what fails is returned as notes, not errors, because the
 // caller degrades to process groups and rlimits.

@@ -13,8 +13,10 @@ import (
 // Check reports whether the kernel and the process can enforce cfg. It
 // fails closed: the error lists everything the configured policy needs and
 // does not get, so that a deployment never runs with less than it asked
-// for. Optional extras (cgroup controllers) are not checked here; a runner
-// degrades without them and says so in Enforced.
+// for. It does what a runner will do where that is cheap (a network
+// namespace with loopback up). Optional extras (cgroup controllers) are not
+// checked here; a runner degrades without them and says so in Enforced.
+// Session users have a check of their own, CheckSessionUsers.
 func Check(cfg Config) error {
 	cfg, err := cfg.normalize()
 	if err != nil {
@@ -55,20 +57,47 @@ func Check(cfg Config) error {
 	return nil
 }
 
-// probeNetns creates a network namespace on a thread that is thrown away
-// afterwards.
+// probeNetns creates a network namespace and brings its loopback up, as a
+// runner does, on a thread that is thrown away afterwards.
 func probeNetns() error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		// Never unlocked: the thread ends with the goroutine.
-		err := unix.Unshare(unix.CLONE_NEWNET)
-		if errors.Is(err, unix.EPERM) {
-			err = fmt.Errorf("%w (needs CAP_SYS_ADMIN)", err)
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("%w%s", err, capHint(err, "CAP_SYS_ADMIN"))
+			return
 		}
-		errc <- err
+		if err := loopbackUp(); err != nil {
+			errc <- errors.New(strings.TrimPrefix(err.Error(), "sandbox: "))
+			return
+		}
+		errc <- nil
 	}()
 	return <-errc
+}
+
+// CheckSessionUsers reports whether the service can give sessions users of
+// their own (Config.SessionUser) with workspaces under root: it must run as
+// root, mount a private /proc in a mount namespace of its own (which needs
+// CAP_SYS_ADMIN and a seccomp profile that allows mount, open_tree and
+// move_mount), and show a workspace another user owns through an id-mapped
+// mount (a user namespace, mount_setattr, and a file system under root that
+// supports id mapping). Like Check it fails closed, naming what is missing.
+func CheckSessionUsers(root string) error {
+	var err error
+	if os.Geteuid() != 0 {
+		err = errors.New("the service runs as root")
+	} else {
+		err = probeSessionMounts(root)
+		if err != nil {
+			err = errors.New(strings.TrimPrefix(err.Error(), "sandbox: "))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox: cannot enforce the configured policy: a user of its own for each session: %w", err)
+	}
+	return nil
 }
 
 // RunChildIfRequested is the hook for binaries that start sandboxed

@@ -51,6 +51,16 @@ type Config struct {
 	// keeps processes root, which Enforced then does not report as
 	// unprivileged. It is ignored when the service does not run as root.
 	RunAsUser string
+	// SessionUser, when set, is a user id for this runner alone, leased
+	// from a UIDPool; RunAsUser is then ignored. Processes run as that id
+	// (user and group), in a private mount namespace whose /proc shows
+	// only their own user's processes, so that no session sees, signals or
+	// traces another's. A workspace another user owns (not root) is shown
+	// to them as theirs through an id-mapped mount, so they can work in it
+	// while what they write stays the owner's on disk. Close kills every
+	// process of the id, wherever it went, and releases the lease. It
+	// needs the service to run as root.
+	SessionUser *UIDLease
 	// Limits are per-call resource limits; zero fields are unlimited.
 	Limits Limits
 	// EnvAllowlist names the variables of the service's environment that
@@ -161,6 +171,7 @@ type identity struct {
 	name     string
 	home     string
 	switched bool // the service is root and processes are not
+	session  bool // a session user of its own (Config.SessionUser)
 }
 
 // resolveIdentity decides the user of a runner whose workspace is ws.

@@ -19,7 +19,17 @@
 //     (landlock_restrict_self without TSYNC), so children inherit the domain
 //     while the rest of the service stays unconfined;
 //   - forks children that drop to an unprivileged user (Credential) in the
-//     child before exec.
+//     child before exec: one user for every runner (RunAsUser), or a user
+//     of the runner's own leased from a UIDPool (SessionUser). A session
+//     user's thread also lives in a private mount namespace with a fresh
+//     procfs mounted hidepid=2 over /proc, so that its children see only
+//     their own user's processes, and, when another user owns the
+//     workspace, an id-mapped mount that shows the workspace as theirs.
+//
+// The tree of a call is killed through its cgroup; where there is none, a
+// session user's call carries a supplementary group of its own that every
+// descendant inherits and cannot drop, and the tree is found by it in
+// /proc. Closing a session user's runner kills every process of the user.
 //
 // Resource limits that are per process (CPU time, file size, open files and
 // the fallbacks for memory and processes) and cgroup v1 controllers are

@@ -16,6 +16,7 @@ type Process struct {
 	proc *os.Process
 	out  *os.File
 	cg   *callCgroup // nil: process group only
+	tag  *UIDLease   // the group that marks the call's tree; nil without one
 	key  string      // registration of the call for the orphan reaper
 
 	stdinChild  *os.File // child's end of a stdin pipe, closed after start
@@ -58,8 +59,15 @@ func (p *Process) Abort() {
 			return
 		}
 		unix.Kill(-p.proc.Pid, unix.SIGKILL)
+		if p.tag != nil {
+			// One pass; waitLoop finishes what forked meanwhile.
+			killMatching(p.tagged)
+		}
 	})
 }
+
+// tagged reports whether a process carries the call's group mark.
+func (p *Process) tagged(pi procInfo) bool { return pi.hasGroup(p.tag.ID()) }
 
 // Kill kills the whole tree, including processes that left the process
 // group or were double-forked away, and waits until it is reaped. It is
@@ -83,16 +91,24 @@ func (p *Process) waitLoop() {
 	}
 	// Whatever the first process left behind dies with it; that also
 	// closes the output pipe for readers.
+	tagGone := true
 	if p.cg != nil && p.cg.kill() {
 		p.cg.waitEmpty()
 	} else {
 		unix.Kill(-p.proc.Pid, unix.SIGKILL)
+		if p.tag != nil {
+			tagGone = killAll(p.tagged, sessionEndTimeout)
+		}
 	}
 	p.killOnce.Do(func() {})
 	reapOrphans()
 	unregisterCall(p.key, p.proc.Pid)
 	if p.cg != nil {
 		p.cg.remove()
+	}
+	if tagGone {
+		// Only once no process carries the mark may another call get it.
+		p.tag.Release()
 	}
 	p.closeStdin()
 	close(p.done)

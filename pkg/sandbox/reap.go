@@ -48,19 +48,78 @@ func reapLoop(ch <-chan os.Signal) {
 // calls maps the cgroup key of every live call of this process to the pid
 // of the call's first process (0 while it is being started).
 var calls struct {
-	mu   sync.Mutex // guards m and serialises scans
-	m    map[string]int
-	pgid map[int]bool // process groups of calls without a cgroup
+	mu      sync.Mutex // guards the fields below and serialises scans
+	m       map[string]int
+	pgid    map[int]bool   // process groups of calls without a cgroup
+	userOf  map[string]int // session user of a call, for calls that have one
+	users   map[int]int    // session users of live runners (a count each)
+	checkID bool           // users is not empty: zombies' ids are worth reading
 }
 
-func registerCall(key string) {
-	calls.mu.Lock()
+func initCallsLocked() {
 	if calls.m == nil {
 		calls.m = make(map[string]int)
 		calls.pgid = make(map[int]bool)
+		calls.userOf = make(map[string]int)
+		calls.users = make(map[int]int)
 	}
+}
+
+// registerCall records a call being started; sessionUID is its session
+// user, -1 for none.
+func registerCall(key string, sessionUID int) {
+	calls.mu.Lock()
+	initCallsLocked()
 	calls.m[key] = 0
+	if sessionUID >= 0 {
+		calls.userOf[key] = sessionUID
+	}
 	calls.mu.Unlock()
+}
+
+// registerUser records a session user whose orphans the reaper may collect:
+// every process of the id is a sandboxed process of this service.
+func registerUser(uid int) {
+	calls.mu.Lock()
+	initCallsLocked()
+	calls.users[uid]++
+	calls.checkID = true
+	calls.mu.Unlock()
+}
+
+func unregisterUser(uid int) {
+	calls.mu.Lock()
+	if calls.users[uid] > 0 {
+		if calls.users[uid]--; calls.users[uid] == 0 {
+			delete(calls.users, uid)
+		}
+	}
+	calls.checkID = len(calls.users) > 0
+	calls.mu.Unlock()
+}
+
+// reapUser waits for every zombie child of this process that ran as uid
+// and is not a call's first process.
+func reapUser(uid int) {
+	calls.mu.Lock()
+	defer calls.mu.Unlock()
+	for _, pid := range ownChildren() {
+		pi, ok := readProcInfo(pid)
+		if !ok || pi.state != 'Z' || !pi.hasUID(uid) || isFirstLocked(pid) {
+			continue
+		}
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+	}
+}
+
+func isFirstLocked(pid int) bool {
+	for _, first := range calls.m {
+		if first == pid {
+			return true
+		}
+	}
+	return false
 }
 
 func setCallPid(key string, pid int, pgid bool) {
@@ -76,6 +135,7 @@ func unregisterCall(key string, pid int) {
 	calls.mu.Lock()
 	delete(calls.m, key)
 	delete(calls.pgid, pid)
+	delete(calls.userOf, key)
 	calls.mu.Unlock()
 }
 
@@ -103,14 +163,17 @@ func reapOrphans() {
 }
 
 // isOrphanLocked reports whether the zombie pid is an orphan of a call of
-// this process: it sits in one of this process's call cgroups (the call may
-// have ended already: orphans can be re-parented here after their call's
-// cgroup emptied) and is not a call's first process, which its Process
-// waits for.
+// this process: it ran as a live session user, or it sits in one of this
+// process's call cgroups (the call may have ended already: orphans can be
+// re-parented here after their call's cgroup emptied), and it is not a
+// call's first process, which its Process waits for.
 func isOrphanLocked(pid, pgrp int) bool {
-	for _, first := range calls.m {
-		if first == pid {
-			return false
+	if isFirstLocked(pid) {
+		return false
+	}
+	if calls.checkID {
+		if pi, ok := readProcInfo(pid); ok && calls.users[pi.uids[0]] > 0 {
+			return !startingLocked(pi.uids[0])
 		}
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
@@ -134,6 +197,18 @@ func isOrphanLocked(pid, pgrp int) bool {
 		}
 	}
 	return calls.pgid[pgrp] && pgrp != pid
+}
+
+// startingLocked reports whether a call of session user uid is being
+// started: its first process may already be a zombie whose pid is not
+// known yet.
+func startingLocked(uid int) bool {
+	for key, u := range calls.userOf {
+		if u == uid && calls.m[key] == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ownChildren lists the children of every thread of this process.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,6 +35,9 @@ type Runner struct {
 	exec      []string // roots a process may execute from
 	enforced  []string
 	pgSeq     atomic.Uint64
+	lease     *UIDLease // the session user's id; nil without one
+	etcDir    string    // the session user's account files
+	tagCalls  bool      // calls are marked with a group of their own
 
 	mu     sync.Mutex // guards the fields below
 	procs  map[*Process]struct{}
@@ -56,9 +60,16 @@ type Cmd struct {
 
 // NewRunner checks cfg against the kernel and prepares a runner whose
 // processes may write workspace and tempDir (created if missing). The
-// runner must be closed.
-func NewRunner(cfg Config, workspace, tempDir string) (*Runner, error) {
-	cfg, err := cfg.normalize()
+// runner must be closed. It takes over cfg.SessionUser: Close releases it,
+// and so does NewRunner when it fails.
+func NewRunner(cfg Config, workspace, tempDir string) (_ *Runner, err error) {
+	lease := cfg.SessionUser
+	defer func() {
+		if err != nil {
+			lease.Release()
+		}
+	}()
+	cfg, err = cfg.normalize()
 	if err != nil {
 		return nil, err
 	}
@@ -74,33 +85,24 @@ func NewRunner(cfg Config, workspace, tempDir string) (*Runner, error) {
 	if tempDir, err = absDir(tempDir); err != nil {
 		return nil, fmt.Errorf("sandbox: temp dir: %w", err)
 	}
-	id, err := resolveIdentity(cfg.RunAsUser, workspace)
-	if err != nil {
+	var id identity
+	if lease != nil {
+		if os.Geteuid() != 0 {
+			return nil, errors.New("sandbox: session users need the service to run as root")
+		}
+		id = sessionIdentity(lease)
+	} else if id, err = resolveIdentity(cfg.RunAsUser, workspace); err != nil {
 		return nil, err
-	}
-	if id.switched {
-		if err := os.Chown(tempDir, id.uid, id.gid); err != nil {
-			return nil, fmt.Errorf("sandbox: give temp dir to %s: %w", id.name, err)
-		}
-		for _, d := range []string{workspace, tempDir} {
-			if err := accessibleBy(d, id); err != nil {
-				return nil, err
-			}
-		}
 	}
 	r := &Runner{
 		cfg:       cfg,
 		workspace: workspace,
 		tempDir:   tempDir,
 		id:        id,
+		lease:     lease,
 		log:       cfg.Logger,
 		procs:     make(map[*Process]struct{}),
 		env:       baseEnv(cfg.EnvAllowlist, id, tempDir),
-	}
-	r.readable = append(append(append([]string{workspace, tempDir}, cfg.ReadWritePaths...), cfg.ReadOnlyPaths...), alwaysReadable...)
-	r.exec = append(append([]string{workspace, tempDir}, cfg.ReadWritePaths...), cfg.ReadOnlyPaths...)
-	if r.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	ok := false
 	defer func() {
@@ -108,24 +110,51 @@ func NewRunner(cfg Config, workspace, tempDir string) (*Runner, error) {
 			r.release()
 		}
 	}()
-
-	cg, notes := newRunnerCgroups(cfg.Limits)
-	for _, n := range notes {
-		r.log.Info("sandbox: cgroup unavailable, degrading", "reason", n)
-	}
-	if cg.unified != "" || cg.v1Pids != "" || cg.v1Memory != "" {
-		r.cg = cg
-	}
-	r.rlimits = r.rlimitsFor(cfg.Limits)
-
-	setup := spawnSetup{newNet: cfg.Network == NetworkNone, rulesetFD: -1}
-	if cfg.Backend == BackendLandlock {
-		fd, err := buildRuleset(policyRules(cfg, workspace, tempDir, isDefaultReadOnly(cfg.ReadOnlyPaths)))
-		if err != nil {
+	setup := spawnSetup{newNet: cfg.Network == NetworkNone, landlock: cfg.Backend == BackendLandlock}
+	mappedOwner := -1
+	if id.session {
+		if setup.mounts, mappedOwner, err = r.sessionMounts(); err != nil {
 			return nil, err
 		}
-		defer unix.Close(fd)
-		setup.rulesetFD = fd
+		if m := setup.mounts.idmap; m != nil {
+			defer unix.Close(m.usernsFD)
+		}
+		registerUser(id.uid)
+	}
+	if id.switched {
+		if err := os.Chown(tempDir, id.uid, id.gid); err != nil {
+			return nil, fmt.Errorf("sandbox: give temp dir to %s: %w", id.name, err)
+		}
+		if err := accessibleBy(workspace, id, mappedOwner); err != nil {
+			return nil, err
+		}
+		if err := accessibleBy(tempDir, id, -1); err != nil {
+			return nil, err
+		}
+	}
+	r.readable = append(append(append([]string{workspace, tempDir}, cfg.ReadWritePaths...), cfg.ReadOnlyPaths...), alwaysReadable...)
+	r.exec = append(append([]string{workspace, tempDir}, cfg.ReadWritePaths...), cfg.ReadOnlyPaths...)
+	if r.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+
+	if !cgroupsDisabled.Load() {
+		cg, notes := newRunnerCgroups(cfg.Limits)
+		for _, n := range notes {
+			r.log.Info("sandbox: cgroup unavailable, degrading", "reason", n)
+		}
+		if cg.unified != "" || cg.v1Pids != "" || cg.v1Memory != "" {
+			r.cg = cg
+		}
+	}
+	// Without a cgroup to kill, a session user's calls are marked with a
+	// group of their own, which every descendant inherits and none can
+	// drop (no_new_privs, no CAP_SETGID): the tree is found by that mark.
+	r.tagCalls = id.session && r.cg == nil
+	r.rlimits = r.rlimitsFor(cfg.Limits)
+
+	if setup.landlock {
+		setup.rules = policyRules(cfg, workspace, tempDir, isDefaultReadOnly(cfg.ReadOnlyPaths))
 	}
 	if id.switched && len(r.rlimits) > 0 {
 		setup.realID = &r.id
@@ -136,6 +165,87 @@ func NewRunner(cfg Config, workspace, tempDir string) (*Runner, error) {
 	r.enforced = r.computeEnforced()
 	ok = true
 	return r, nil
+}
+
+// sessionUserName is the account name of every session user, in the
+// /etc/passwd its processes see.
+const sessionUserName = "toolwire"
+
+// sessionIdentity is the identity of a session user: the leased id as user
+// and group.
+func sessionIdentity(l *UIDLease) identity {
+	return identity{uid: l.ID(), gid: l.ID(), name: sessionUserName, switched: true, session: true}
+}
+
+// sessionMounts prepares the private mount namespace of a session user:
+// an id-mapped workspace when another user owns it (the returned owner,
+// -1 otherwise), and /etc/passwd and /etc/group that name the user.
+func (r *Runner) sessionMounts() (*mountSetup, int, error) {
+	m := &mountSetup{}
+	fi, err := os.Stat(r.workspace)
+	if err != nil {
+		return nil, -1, fmt.Errorf("sandbox: workspace: %w", err)
+	}
+	uid, gid, _ := ownerOf(fi)
+	mapped := -1
+	// Root's files are never shown as the session user's: a setuid or
+	// setgid file the session made would be root's on disk.
+	if uid != r.id.uid && uid != 0 {
+		if gid == 0 {
+			gid = r.id.gid
+		}
+		fd, err := newIDMapUserns(uid, gid, r.id.uid, r.id.gid)
+		if err != nil {
+			return nil, -1, err
+		}
+		m.idmap = &idmapMount{path: r.workspace, usernsFD: fd, from: uid, to: r.id.uid}
+		mapped = uid
+	}
+	files, err := r.writeAccountFiles()
+	if err != nil {
+		if m.idmap != nil {
+			unix.Close(m.idmap.usernsFD)
+		}
+		return nil, -1, err
+	}
+	m.files = files
+	return m, mapped, nil
+}
+
+// writeAccountFiles writes copies of /etc/passwd and /etc/group with an
+// entry for the session user, for the spawner to bind over the originals:
+// programs that look up their own user (whoami, ssh, some build tools)
+// then find one.
+func (r *Runner) writeAccountFiles() ([]bindFile, error) {
+	dir, err := os.MkdirTemp("", "toolwire-etc-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: account files: %w", err)
+	}
+	r.etcDir = dir
+	entries := map[string]string{
+		"passwd": fmt.Sprintf("%s:x:%d:%d:toolwire session user:%s:/bin/bash\n", r.id.name, r.id.uid, r.id.gid, r.tempDir),
+		"group":  fmt.Sprintf("%s:x:%d:\n", r.id.name, r.id.gid),
+	}
+	var files []bindFile
+	for _, name := range []string{"passwd", "group"} {
+		orig := filepath.Join("/etc", name)
+		b, err := os.ReadFile(orig)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: account files: %w", err)
+		}
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			b = append(b, '\n')
+		}
+		src := filepath.Join(dir, name)
+		if err := os.WriteFile(src, append(b, entries[name]...), 0o644); err != nil {
+			return nil, fmt.Errorf("sandbox: account files: %w", err)
+		}
+		files = append(files, bindFile{src: src, dst: orig})
+	}
+	return files, nil
 }
 
 // rlimitsFor lists the per-process limits, including the fallbacks for
@@ -172,7 +282,7 @@ func (r *Runner) computeEnforced() []string {
 	if r.cfg.Network == NetworkNone {
 		e = append(e, "network_isolation")
 	}
-	if r.cg != nil && (r.cg.unified != "" || r.cg.v1Pids != "") {
+	if r.tagCalls || (r.cg != nil && (r.cg.unified != "" || r.cg.v1Pids != "")) {
 		e = append(e, "process_tree")
 	} else {
 		e = append(e, "process_group")
@@ -183,14 +293,19 @@ func (r *Runner) computeEnforced() []string {
 	if os.Geteuid() != 0 || r.id.switched {
 		e = append(e, "unprivileged_user")
 	}
+	if r.id.session {
+		e = append(e, "pid_isolation")
+	}
 	return append(e, "clean_environment")
 }
 
 // Enforced lists the protections in force for this runner's processes, for
 // capability reports: landlock_fs, landlock_scope, no_new_privs,
 // network_isolation, process_tree (whole-tree kill through a per-call
-// cgroup) or process_group (kill through the process group only),
-// resource_limits, unprivileged_user, clean_environment.
+// cgroup, or for a session user through a per-call group) or
+// process_group (kill through the process group only), resource_limits,
+// unprivileged_user, pid_isolation (a session user of its own, with a
+// /proc that shows only its processes), clean_environment.
 func (r *Runner) Enforced() []string { return append([]string(nil), r.enforced...) }
 
 // Workspace returns the runner's workspace directory.
@@ -202,6 +317,9 @@ func (r *Runner) TempDir() string { return r.tempDir }
 
 // User returns the name of the user processes run as.
 func (r *Runner) User() string { return r.id.name }
+
+// UID returns the user id processes run as.
+func (r *Runner) UID() int { return r.id.uid }
 
 // Start starts c. The process and everything it starts form one tree that
 // Kill, Wait and Close end together; ctx only bounds the start itself.
@@ -274,6 +392,16 @@ func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) 
 	if r.id.switched {
 		sys.Credential = &syscall.Credential{Uid: uint32(r.id.uid), Gid: uint32(r.id.gid), Groups: []uint32{}}
 	}
+	if r.tagCalls {
+		tag, err := r.lease.pool.Lease()
+		if err != nil {
+			p.closeStdin()
+			outR.Close()
+			return nil, err
+		}
+		p.tag = tag
+		sys.Credential.Groups = []uint32{uint32(tag.ID())}
+	}
 	req := &spawnReq{
 		path:   path,
 		argv:   c.Args,
@@ -297,7 +425,11 @@ func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) 
 		p.key = "pgid/" + strconv.FormatUint(r.pgSeq.Add(1), 10)
 	}
 	req.stop = len(req.limits) > 0 || (p.cg != nil && p.cg.v1Strict)
-	registerCall(p.key)
+	sessionUID := -1
+	if r.id.session {
+		sessionUID = r.id.uid
+	}
+	registerCall(p.key, sessionUID)
 	proc, err := r.sp.start(req)
 	if p.stdinChild != nil {
 		p.stdinChild.Close()
@@ -311,6 +443,7 @@ func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) 
 			p.cg.kill()
 			p.cg.remove()
 		}
+		p.tag.Release()
 		p.closeStdin()
 		outR.Close()
 		return nil, r.explainStartError(path, dir, err)
@@ -383,9 +516,16 @@ func (r *Runner) Close() {
 	r.release()
 }
 
+// sessionEndTimeout bounds how long Close keeps killing a session user's
+// processes (one stuck in the kernel cannot die until it returns).
+const sessionEndTimeout = 10 * time.Second
+
 func (r *Runner) release() {
 	if r.sp != nil {
 		r.sp.stop()
+	}
+	if r.id.session {
+		r.endSessionUser()
 	}
 	if r.cg != nil {
 		r.cg.remove()
@@ -393,6 +533,26 @@ func (r *Runner) release() {
 	if r.devNull != nil {
 		r.devNull.Close()
 	}
+	if r.etcDir != "" {
+		os.RemoveAll(r.etcDir)
+	}
+}
+
+// endSessionUser kills every process of the session user, wherever it went
+// (out of its call's process group, cgroup or group mark; orphaned to this
+// process or not), reaps those that are this process's children, and gives
+// the id back. An id with a process left is not given back: the next
+// session would inherit it.
+func (r *Runner) endSessionUser() {
+	uid := r.id.uid
+	gone := killAll(func(pi procInfo) bool { return pi.hasUID(uid) }, sessionEndTimeout)
+	reapUser(uid)
+	unregisterUser(uid)
+	if !gone {
+		r.log.Error("sandbox: processes of the session user survived session end; its id stays out of the pool", "uid", uid)
+		return
+	}
+	r.lease.Release()
 }
 
 func (r *Runner) forget(p *Process) {
@@ -452,8 +612,10 @@ func absDir(d string) (string, error) {
 	return d, nil
 }
 
-// accessibleBy checks that id can reach and write dir, by mode bits.
-func accessibleBy(dir string, id identity) error {
+// accessibleBy checks that id can reach and write dir, by mode bits. A
+// mappedOwner of 0 or more is the on-disk owner of dir that an id-mapped
+// mount shows as id's.
+func accessibleBy(dir string, id identity, mappedOwner int) error {
 	need := func(p string, bits os.FileMode) error {
 		fi, err := os.Stat(p)
 		if err != nil {
@@ -463,7 +625,7 @@ func accessibleBy(dir string, id identity) error {
 		mode := fi.Mode().Perm()
 		var have os.FileMode
 		switch {
-		case int(st.Uid) == id.uid:
+		case int(st.Uid) == id.uid, p == dir && mappedOwner >= 0 && int(st.Uid) == mappedOwner:
 			have = mode >> 6
 		case int(st.Gid) == id.gid:
 			have = mode >> 3
@@ -471,7 +633,11 @@ func accessibleBy(dir string, id identity) error {
 			have = mode
 		}
 		if have&bits != bits {
-			return fmt.Errorf("sandbox: %s is not accessible to user %s (uid %d): mode %v owner %d; make it accessible or set RunAsUser", p, id.name, id.uid, fi.Mode().Perm(), st.Uid)
+			fix := "make it accessible or set RunAsUser"
+			if id.session {
+				fix = "every directory above a workspace must be searchable by others (mode o+x), and a workspace owned by root is not shown as the session user's; let toolsvc create the workspace, or give it to a user other than root"
+			}
+			return fmt.Errorf("sandbox: %s is not accessible to user %s (uid %d): mode %v owner %d; %s", p, id.name, id.uid, fi.Mode().Perm(), st.Uid, fix)
 		}
 		return nil
 	}

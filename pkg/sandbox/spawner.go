@@ -18,8 +18,15 @@ type spawner struct {
 
 // spawnSetup is what the spawner thread applies to itself once.
 type spawnSetup struct {
-	newNet    bool
-	rulesetFD int // -1 for none
+	newNet bool
+	// mounts, when set, gives the thread a private mount namespace set up
+	// for a session user (see setupMounts).
+	mounts *mountSetup
+	// landlock and rules: the Landlock domain, built on the thread once its
+	// mounts are in place, so that the rules name what its children will
+	// see (a fresh /proc is a different inode from the service's).
+	landlock bool
+	rules    []pathRule
 	// realID makes the thread's real uid/gid those of the children while it
 	// stays root otherwise, so that it may prlimit them without
 	// CAP_SYS_RESOURCE (prlimit checks the caller's real ids against the
@@ -75,10 +82,24 @@ func (s *spawner) run(setup spawnSetup, ready chan<- error) {
 }
 
 func setupThread(setup spawnSetup) error {
+	var flags int
 	if setup.newNet {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("sandbox: network namespace: %w", err)
+		flags |= unix.CLONE_NEWNET
+	}
+	if setup.mounts != nil {
+		flags |= unix.CLONE_NEWNS
+	}
+	if flags != 0 {
+		if err := unix.Unshare(flags); err != nil {
+			return fmt.Errorf("sandbox: namespaces: %w%s", err, capHint(err, "CAP_SYS_ADMIN"))
 		}
+	}
+	if setup.mounts != nil {
+		if err := setupMounts(setup.mounts); err != nil {
+			return err
+		}
+	}
+	if setup.newNet {
 		if err := loopbackUp(); err != nil {
 			return err
 		}
@@ -97,8 +118,13 @@ func setupThread(setup spawnSetup) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
-	if setup.rulesetFD >= 0 {
-		return restrictThread(setup.rulesetFD)
+	if setup.landlock {
+		fd, err := buildRuleset(setup.rules)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		return restrictThread(fd)
 	}
 	return nil
 }
@@ -116,7 +142,7 @@ func loopbackUp() error {
 	}
 	ifr.SetUint16(unix.IFF_UP | unix.IFF_RUNNING)
 	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("sandbox: loopback up: %w", err)
+		return fmt.Errorf("sandbox: loopback up: %w%s", err, capHint(err, "CAP_NET_ADMIN"))
 	}
 	return nil
 }

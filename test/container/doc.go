@@ -6,9 +6,10 @@
 // on a private --internal Docker network with exactly the flags
 // docs/security.md recommends, and attacks it from the host through
 // `toolsvc call --addr <container ip>:7070`: escapes from the workspace with
-// the file tools and with Bash, reads of secrets, network egress, fork,
-// memory and disk bombs, endless output, processes that outlive their call,
-// the executor's own environment, and one session reaching into another. It
+// the file tools and with Bash, reads of secrets, network egress, a
+// root-only unix socket, fork, memory and disk bombs, endless output,
+// processes that outlive their call, the executor's own environment, and
+// one session listing, signalling, tracing and reading into another. It
 // also records which protections toolsvc reports as enforced under weaker
 // container configurations, and that it refuses to start when the container
 // cannot give it what the sandbox needs.

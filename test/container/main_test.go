@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +28,13 @@ import (
 // baseImage is what scripts/base-image builds.
 const baseImage = "toolwire/base:bookworm"
 
-// toolUID is the uid of the "tool" user of deploy/docker/toolsvc.Dockerfile.
+// toolUID is the uid of the "tool" user of deploy/docker/toolsvc.Dockerfile,
+// the owner of /workspace.
 const toolUID = "10001"
+
+// sessionUIDs is the range toolsvc gives sessions their users from by
+// default (sandbox.DefaultSessionUIDs).
+var sessionUIDs = [2]int{200000, 265535}
 
 // securityFlags are the docker run flags docs/security.md recommends for
 // toolsvc, word for word; the main container runs with exactly these.
@@ -36,11 +42,11 @@ var securityFlags = [][2]string{
 	{"--cap-drop", "ALL"},
 	{"--cap-add", "SYS_ADMIN"},    // the tools' network namespace; mounting a writable cgroup2
 	{"--cap-add", "NET_ADMIN"},    // bringing up loopback in that namespace
-	{"--cap-add", "SETUID"},       // tools run as the "tool" user
-	{"--cap-add", "SETGID"},       // ... and its group
-	{"--cap-add", "CHOWN"},        // the session temp dir and output pipes go to that user
-	{"--cap-add", "DAC_OVERRIDE"}, // toolsvc (root) uses a workspace owned by that user
-	{"--cap-add", "KILL"},         // killing process groups where no cgroup is available
+	{"--cap-add", "SETUID"},       // tools run as their session's user
+	{"--cap-add", "SETGID"},       // ... and group
+	{"--cap-add", "CHOWN"},        // the session's workspace, temp dir and output pipes go to that user
+	{"--cap-add", "DAC_OVERRIDE"}, // toolsvc (root) uses workspaces owned by other users
+	{"--cap-add", "KILL"},         // killing a session user's processes
 	{"--cgroupns", "private"},     // lets the entry point mount the container's own cgroup2
 	{"--security-opt", "no-new-privileges"},
 	{"--read-only", ""},
@@ -51,7 +57,7 @@ var securityFlags = [][2]string{
 // quick.
 var limitFlags = [][2]string{
 	{"--tmpfs", "/tmp:rw,exec,nosuid,nodev,size=256m"},
-	{"--tmpfs", "/workspace:rw,exec,nosuid,nodev,size=128m,uid=" + toolUID + ",gid=" + toolUID + ",mode=0750"},
+	{"--tmpfs", "/workspace:rw,exec,nosuid,nodev,size=128m,uid=" + toolUID + ",gid=" + toolUID + ",mode=0751"},
 	{"--memory", "512m"},
 	{"--memory-swap", "512m"},
 	{"--pids-limit", "1024"},
@@ -526,17 +532,29 @@ func (f *fixture) inContainer(t *testing.T, args ...string) (string, error) {
 }
 
 // processes lists every process of the main container as "STAT USER ARGS"
-// lines, read by a Bash call (the sandbox has no pid namespace of its own,
-// so a tool sees the whole container).
+// lines, as root sees them from outside the sandbox (a tool sees only its
+// own session's).
 func (f *fixture) processes(t *testing.T) []string {
 	t.Helper()
-	r := f.bash(t, "ps -eo stat=,user=,args=", 0)
-	wantOK(t, r)
+	out, err := f.inContainer(t, "ps", "-eo", "stat=,user=,args=")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ps []string
-	for _, line := range strings.Split(r.Content, "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		ps = append(ps, strings.TrimSpace(line))
 	}
 	return ps
+}
+
+// wantSessionUID fails unless uid (as a tool printed it) lies in the range
+// toolsvc gives sessions their users from.
+func wantSessionUID(t *testing.T, uid string) {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimSpace(uid))
+	if err != nil || n < sessionUIDs[0] || n > sessionUIDs[1] {
+		t.Errorf("tools run as uid %q, want one of the session range %d-%d", uid, sessionUIDs[0], sessionUIDs[1])
+	}
 }
 
 // state is what docker knows of the main container's life.

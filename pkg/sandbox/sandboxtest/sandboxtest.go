@@ -24,13 +24,17 @@ const (
 
 // Dir returns a new temporary directory that the sandbox's default user can
 // reach and write: when the test runs as root, the directory is given to
-// nobody and its parent made traversable.
+// nobody, and it and its parent are made searchable by others, so that a
+// session user (sandbox.Config.SessionUser) reaches a directory created in
+// it for the session, or gets it as a workspace shown as its own.
 func Dir(t testing.TB) string {
 	t.Helper()
 	d := t.TempDir()
 	if os.Geteuid() == 0 {
-		if err := os.Chmod(filepath.Dir(d), 0o755); err != nil {
-			t.Fatal(err)
+		for _, p := range []string{filepath.Dir(d), d} {
+			if err := os.Chmod(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := os.Chown(d, NobodyUID, NobodyGID); err != nil {
 			t.Fatal(err)

@@ -11,6 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
@@ -112,41 +116,53 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 	if err != nil {
 		return tool.Error(err.Error())
 	}
-	outPath, outFile, err := createOutputFile(env, fileName(call.ID)+".txt")
-	if err != nil {
-		return tool.Error(err.Error())
+	outName := fileName(call.ID) + ".txt"
+	outPath := outputPath(env, outName)
+	// Only a command that can change directory pays for reporting where it
+	// ended (see mayChangeDir).
+	var extraEnv []string
+	cwdFile := ""
+	if mayChangeDir(command) {
+		cwdFile = filepath.Join(sh.dir, "cwd-"+fileName(call.ID))
+		os.Remove(cwdFile)
+		defer os.Remove(cwdFile)
+		extraEnv = []string{"BASH_ENV=" + sh.bashEnv, "TOOLWIRE_CWD_FILE=" + cwdFile}
 	}
-	cwdFile := filepath.Join(sh.dir, "cwd-"+fileName(call.ID))
-	os.Remove(cwdFile)
-	defer os.Remove(cwdFile)
 	root, cwd := sh.root, env.Cwd()
 	if cwd == "" || !isDir(cwd) {
 		cwd = root
 	}
+	// The "process" span covers the sandboxed process from its start to its
+	// reaping (global tracer: a no-op without telemetry.Setup).
+	ctx, span := otel.Tracer("github.com/toolwire/toolwire/pkg/tools/shell").Start(ctx, "process")
+	defer span.End()
 	p, err := env.Procs.Start(ctx, sandbox.Cmd{
 		Args: []string{"/bin/bash", "-c", command},
 		Dir:  cwd,
-		Env:  []string{"BASH_ENV=" + sh.bashEnv, "TOOLWIRE_CWD_FILE=" + cwdFile},
+		Env:  extraEnv,
 	})
 	if err != nil {
-		outFile.Close()
+		span.SetStatus(codes.Error, "the process did not start")
 		if ctx.Err() != nil {
 			return aborted()
 		}
 		return startError(err)
 	}
-	capt := newCapture(outFile, limits.MaxOutputMemory, true)
+	span.SetAttributes(attribute.Int("process.pid", p.Pid()))
+	capt := newCapture(limits.MaxOutputMemory, func() (*os.File, error) { return createOutputFile(env, outName) })
+	growPipe(p.Output())
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
 		capt.readFrom(p.Output())
 	}()
-	stopProgress := make(chan struct{})
+	stopProgress, abortProgress := make(chan struct{}), make(chan struct{})
+	reporter := &reporter{report: call.Progress}
 	var progressWG sync.WaitGroup
 	progressWG.Add(1)
 	go func() {
 		defer progressWG.Done()
-		progressLoop(capt, call.Progress, limits.ProgressInterval, start, stopProgress)
+		progressLoop(capt, reporter.send, limits.ProgressInterval, start, stopProgress, abortProgress)
 	}()
 	finish := func() {
 		select {
@@ -161,8 +177,8 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 		p.Output().Close()
 		close(stopProgress)
 		progressWG.Wait()
-		outFile.Close()
 	}
+	defer capt.closeFile()
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -173,18 +189,30 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 		timedOut = true
 		p.Kill()
 	case <-ctx.Done():
-		// Abort: kill the tree and return at once; the runner reaps it.
+		// Abort: kill the tree and return at once. The runner reaps it, and
+		// the goroutines reading output and reporting progress end on their
+		// own; the reporter makes sure no progress goes out after Run.
 		p.Abort()
 		p.Output().Close()
-		finish()
+		close(abortProgress)
+		close(stopProgress)
+		reporter.close()
 		return aborted()
 	}
 	code, werr := p.Wait()
 	finish()
+	span.SetAttributes(attribute.Int("process.exit.code", code))
+	if timedOut {
+		span.SetAttributes(attribute.String("error.type", "timeout"))
+		span.SetStatus(codes.Error, "the command timed out")
+	}
 	if werr != nil {
 		return tool.Error(fmt.Sprintf("shell: wait: %v", werr))
 	}
-	note := updateCwd(env, cwdFile, root)
+	note := ""
+	if cwdFile != "" {
+		note = updateCwd(env, cwdFile, root)
+	}
 	snap := capt.snapshot()
 	res := &tool.Result{StateIsError: true}
 	var txt string
@@ -205,6 +233,12 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 			txt = note
 		} else {
 			txt += "\n" + note
+		}
+	}
+	if res.Truncation != nil {
+		// The result points at the whole output: make sure it is there.
+		if _, err := capt.persist(); err != nil {
+			return tool.Error(err.Error())
 		}
 	}
 	res.Content = []tool.Content{{Text: txt}}
@@ -291,21 +325,27 @@ func prepareShell(env *tool.Env) (*shellSetup, error) {
 	return v.(*shellSetup), nil
 }
 
-// createOutputFile creates a file in the session's output directory.
-func createOutputFile(env *tool.Env, name string) (string, *os.File, error) {
+// outputPath returns the path of a file in the session's output directory.
+func outputPath(env *tool.Env, name string) string {
 	dir := env.OutputDir
 	if dir == "" {
 		dir = filepath.Join(env.Procs.TempDir(), "outputs")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, fmt.Errorf("shell: output directory: %w", err)
+	return filepath.Join(dir, name)
+}
+
+// createOutputFile creates a file in the session's output directory, open
+// for writing and for reading back.
+func createOutputFile(env *tool.Env, name string) (*os.File, error) {
+	path := outputPath(env, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("shell: output directory: %w", err)
 	}
-	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
 	if err != nil {
-		return "", nil, fmt.Errorf("shell: output file: %w", err)
+		return nil, fmt.Errorf("shell: output file: %w", err)
 	}
-	return path, f, nil
+	return f, nil
 }
 
 // fileName makes an id safe as a file name.

@@ -10,43 +10,59 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
-// Output caps of the result text, as Claude Code applies them.
+// Output caps of the result text, as Claude Code applies them, and the
+// sizes of the output path.
 const (
 	previewBytes   = 2000 // preview of persisted output
 	errorKeepChars = 5000 // head and tail of an over-long error
 	heartbeatEvery = time.Second
-	readChunk      = 32 << 10
-	flushPending   = 64 << 10 // progress bytes that make an event go out before the tick
-	maxPending     = 4 << 20  // progress bytes held at most; beyond, they are counted as dropped
+	readChunk      = 256 << 10 // one read from the output pipe
+	pipeSize       = 1 << 20   // the output pipe's buffer, where the kernel allows it
+	flushPending   = 64 << 10  // unsent bytes that make progress go out before the tick
+	progressChunk  = 256 << 10 // output carried by one progress report at most
+	// drainLimit bounds how long a finished command's Result waits for
+	// progress that lags behind its output; what is still unsent then is
+	// reported as dropped.
+	drainLimit = time.Second
 )
 
-// capture collects a process's output: all of it into a file, the first
-// and last bytes in memory, and new bytes for progress events.
+// capture collects a process's output: the first and last bytes in memory
+// and, once the output outgrows the memory kept for its head, all of it in
+// a file. Progress reads the output it has not sent yet from the same
+// place, the head or the file, so a slow reader of progress never holds up
+// the process and never makes memory grow: it only lags behind.
 type capture struct {
-	mu       sync.Mutex // guards the fields below
-	file     *os.File
-	fileErr  error
-	head     []byte
-	headCap  int
-	tail     []byte // ring buffer once full
+	create func() (*os.File, error) // makes the output file when needed
+
+	mu      sync.Mutex // guards the fields below
+	file    *os.File   // nil until the output outgrows the head
+	fileErr error
+	head    []byte
+	headCap int
+	// tail is a ring of the last bytes, kept only while there is no file
+	// to read them back from at the end.
+	tail     []byte
 	tailCap  int
 	tailPos  int
+	tailFile bool // the file holds the tail: the ring is not kept
 	total    uint64
 	lines    uint64
-	pending  []byte
-	dropped  uint64        // progress bytes not held since the last event
-	full     chan struct{} // signalled when pending reaches flushPending
-	progress bool          // collect pending bytes
+	sent     uint64        // output bytes handed to progress (sent or dropped)
+	full     chan struct{} // signalled when flushPending bytes are unsent
 }
 
-func newCapture(file *os.File, memory int, progress bool) *capture {
+// newCapture returns a capture that keeps memory bytes of the output in
+// memory and calls create for the output file once there are more.
+func newCapture(memory int, create func() (*os.File, error)) *capture {
 	if memory < 2*readChunk {
 		memory = 2 * readChunk
 	}
-	return &capture{file: file, headCap: memory / 2, tailCap: memory - memory/2, progress: progress, full: make(chan struct{}, 1)}
+	return &capture{create: create, headCap: memory / 2, tailCap: memory - memory/2, full: make(chan struct{}, 1)}
 }
 
 // readFrom copies r into the capture until EOF or error.
@@ -66,25 +82,21 @@ func (c *capture) readFrom(r io.Reader) {
 func (c *capture) write(b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.file == nil && c.fileErr == nil && c.total+uint64(len(b)) > uint64(c.headCap) {
+		c.spillLocked()
+	}
 	if c.file != nil && c.fileErr == nil {
-		_, c.fileErr = c.file.Write(b)
+		if _, c.fileErr = c.file.Write(b); c.fileErr != nil && c.tailFile {
+			// The ring restarts: the bytes written so far are lost to it.
+			c.tailFile, c.tail, c.tailPos = false, c.tail[:0], 0
+		}
 	}
 	c.total += uint64(len(b))
 	c.lines += uint64(bytes.Count(b, []byte{'\n'}))
-	if c.progress {
-		// Progress never holds up the process: bytes the progress loop has
-		// not taken in time are counted, not kept (the result and the
-		// output file still have them).
-		if len(c.pending)+len(b) > maxPending {
-			c.dropped += uint64(len(b))
-		} else {
-			c.pending = append(c.pending, b...)
-		}
-		if len(c.pending) >= flushPending {
-			select {
-			case c.full <- struct{}{}:
-			default:
-			}
+	if c.total-c.sent >= flushPending {
+		select {
+		case c.full <- struct{}{}:
+		default:
 		}
 	}
 	if room := c.headCap - len(c.head); room > 0 {
@@ -92,7 +104,7 @@ func (c *capture) write(b []byte) {
 		c.head = append(c.head, b[:k]...)
 		b = b[k:]
 	}
-	for len(b) > 0 {
+	for !c.tailFile && len(b) > 0 {
 		if len(c.tail) < c.tailCap {
 			k := min(c.tailCap-len(c.tail), len(b))
 			c.tail = append(c.tail, b[:k]...)
@@ -110,14 +122,80 @@ func (c *capture) write(b []byte) {
 	}
 }
 
-// takePending returns the bytes since the last call, how many were
-// dropped since, and the totals.
-func (c *capture) takePending() (out []byte, dropped, lines, total uint64) {
+// spillLocked creates the output file and writes the head to it, which at
+// that point holds the whole output.
+func (c *capture) spillLocked() {
+	c.file, c.fileErr = c.create()
+	if c.fileErr == nil {
+		_, c.fileErr = c.file.Write(c.head)
+		// Nothing has gone past the head yet: the ring is empty.
+		c.tailFile = c.fileErr == nil
+	}
+}
+
+// persist makes sure the output file exists and holds the whole output,
+// and returns it. Call it once the process's output has ended.
+func (c *capture) persist() (*os.File, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out, dropped = c.pending, c.dropped
-	c.pending, c.dropped = nil, 0
-	return out, dropped, c.lines, c.total
+	if c.file == nil && c.fileErr == nil {
+		c.spillLocked()
+	}
+	return c.file, c.fileErr
+}
+
+// closeFile closes the output file, if one was made.
+func (c *capture) closeFile() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.file != nil {
+		c.file.Close()
+	}
+}
+
+// next returns up to limit output bytes not yet handed to progress, how
+// many it had to skip (the output file could not be written or read), and
+// the totals. It copies: the bytes are the caller's.
+func (c *capture) next(limit int) (out []byte, dropped, lines, total uint64) {
+	c.mu.Lock()
+	from, lines, total := c.sent, c.lines, c.total
+	n := int(min(total-from, uint64(limit)))
+	if n == 0 {
+		c.mu.Unlock()
+		return nil, 0, lines, total
+	}
+	if from < uint64(len(c.head)) {
+		n = min(n, len(c.head)-int(from))
+		out = append([]byte(nil), c.head[from:int(from)+n]...)
+		c.sent += uint64(n)
+		c.mu.Unlock()
+		return out, 0, lines, total
+	}
+	f, ferr := c.file, c.fileErr
+	if f == nil || ferr != nil {
+		c.sent = total
+		c.mu.Unlock()
+		return nil, total - from, lines, total
+	}
+	c.sent += uint64(n)
+	c.mu.Unlock()
+	// The bytes are in the file already; read them without the lock, so
+	// the process's output is not held up meanwhile.
+	// Room to spare lets the outbox merge the next chunk into this one
+	// without copying it again.
+	out = make([]byte, n, max(n, progressChunk))
+	k, _ := f.ReadAt(out, int64(from)) // short only if the file was cut behind our back
+	return out[:k], uint64(n - k), lines, total
+}
+
+// skipUnsent marks the unsent output as handed to progress and returns how
+// many bytes that was.
+func (c *capture) skipUnsent() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.total - c.sent
+	c.sent = c.total
+	return n
 }
 
 // snapshot is the captured output after the process ended.
@@ -127,44 +205,75 @@ type snapshot struct {
 	gap        bool
 }
 
+// snapshot returns the output kept for the result. Call it once the output
+// has ended; the head it returns is the capture's own.
 func (c *capture) snapshot() snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	tail := append(append([]byte(nil), c.tail[c.tailPos:]...), c.tail[:c.tailPos]...)
-	s := snapshot{head: append([]byte(nil), c.head...), total: c.total}
+	var tail []byte
+	if c.tailFile {
+		n := min(uint64(c.tailCap), c.total-uint64(len(c.head)))
+		tail = make([]byte, n)
+		k, _ := c.file.ReadAt(tail, int64(c.total-n))
+		tail = tail[:k]
+	} else {
+		tail = append(append([]byte(nil), c.tail[c.tailPos:]...), c.tail[:c.tailPos]...)
+	}
+	s := snapshot{head: c.head, total: c.total}
 	if uint64(len(c.head)+len(tail)) < c.total {
 		s.gap = true
 		s.tail = tail
 	} else {
-		s.head = append(s.head, tail...)
+		s.head = append(append([]byte(nil), s.head...), tail...)
 	}
 	return s
 }
 
-// progressLoop reports new output every interval, or as soon as a full
-// chunk is pending, and a heartbeat when the process is silent, until stop
-// is closed; it then sends what is left.
-func progressLoop(c *capture, report func(tool.Progress), interval time.Duration, start time.Time, stop <-chan struct{}) {
+// progressLoop reports new output every interval, or as soon as
+// flushPending bytes wait, and a heartbeat when the process is silent,
+// until stop is closed. Output waiting to be sent goes out in chunks of at
+// most progressChunk, as fast as report takes them: report may block while
+// the client catches up, and then the output waits in the capture, not in
+// memory. When stop closes, it sends what is left unless aborted is closed
+// too, giving up after drainLimit and reporting the rest as dropped.
+func progressLoop(c *capture, report func(tool.Progress), interval time.Duration, start time.Time, stop, aborted <-chan struct{}) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	last := time.Now()
-	send := func(force bool) {
-		out, dropped, lines, total := c.takePending()
-		if len(out) == 0 && dropped == 0 && !force {
-			return
+	// send reports everything unsent, a chunk at a time, until it has
+	// caught up, quit closes or the deadline passes (zero: none).
+	send := func(force bool, quit <-chan struct{}, deadline time.Time) {
+		for {
+			out, dropped, lines, total := c.next(progressChunk)
+			if len(out) == 0 && dropped == 0 && !force {
+				return
+			}
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				dropped += uint64(len(out)) + c.skipUnsent()
+				out = nil
+			}
+			report(tool.Progress{Output: out, Dropped: dropped, Elapsed: time.Since(start), TotalLines: lines, TotalBytes: total})
+			last, force = time.Now(), false
+			select {
+			case <-quit:
+				return
+			default:
+			}
 		}
-		report(tool.Progress{Output: out, Dropped: dropped, Elapsed: time.Since(start), TotalLines: lines, TotalBytes: total})
-		last = time.Now()
 	}
 	for {
 		select {
 		case <-stop:
-			send(false)
+			select {
+			case <-aborted:
+			default:
+				send(false, aborted, time.Now().Add(drainLimit))
+			}
 			return
 		case <-tick.C:
-			send(time.Since(last) >= heartbeatEvery)
+			send(time.Since(last) >= heartbeatEvery, stop, time.Time{})
 		case <-c.full:
-			send(false)
+			send(false, stop, time.Time{})
 		}
 	}
 }
@@ -177,12 +286,16 @@ func trimNewlines(s string) string { return strings.TrimRight(s, "\r\n") }
 
 // successText formats the output of a command that exited 0.
 func successText(s snapshot, maxChars int, path string) (string, *tool.Truncation) {
-	out := trimNewlines(text(s.head))
-	if !s.gap && utf8.RuneCountInString(out) <= maxChars {
-		if out == "" {
-			return "(Bash completed with no output)", nil
+	// A valid rune takes 4 bytes at most, so a longer valid head is over
+	// the cap without converting it (invalid runs shrink to one rune each).
+	if trimmed := bytes.TrimRight(s.head, "\r\n"); !s.gap && (len(trimmed) <= 4*maxChars || !utf8.Valid(trimmed)) {
+		out := trimNewlines(text(s.head))
+		if utf8.RuneCountInString(out) <= maxChars {
+			if out == "" {
+				return "(Bash completed with no output)", nil
+			}
+			return out, nil
 		}
-		return out, nil
 	}
 	preview := previewOf(s.head)
 	var b strings.Builder
@@ -269,4 +382,42 @@ func formatSize(n uint64) string {
 	}
 	s := strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0")
 	return s + suffix
+}
+
+// reporter passes progress on until it is closed.
+type reporter struct {
+	mu     sync.Mutex // held while a report is in flight
+	report func(tool.Progress)
+	closed bool
+}
+
+// send reports p unless the reporter is closed.
+func (r *reporter) send(p tool.Progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		r.report(p)
+	}
+}
+
+// close stops reporting. It waits only for a report already in flight.
+func (r *reporter) close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+}
+
+// growPipe enlarges the output pipe's buffer, so that a command writing a
+// lot blocks less often and each read takes more at once. It is best
+// effort: the kernel caps the size for unprivileged owners.
+func growPipe(r io.Reader) {
+	f, ok := r.(*os.File)
+	if !ok {
+		return
+	}
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) {
+			unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeSize)
+		})
+	}
 }

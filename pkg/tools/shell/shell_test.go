@@ -1,10 +1,12 @@
 package shell_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -166,6 +168,83 @@ func TestCwdPersistsAndEnvDoesNot(t *testing.T) {
 		if got := s.bash(t, st.command).TextContent(); got != st.want {
 			t.Fatalf("%q: got %q, want %q", st.command, got, st.want)
 		}
+	}
+}
+
+// The working directory follows every way bash has to change it, not only
+// a plain cd (commands that cannot change it skip finding out where they
+// ended).
+func TestCwdFollowsIndirectChanges(t *testing.T) {
+	s := newSession(t, tool.Limits{})
+	if err := os.Mkdir(filepath.Join(s.ws, "sub"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.ws, "go-up.sh"), []byte("cd ..\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := s.ws + "/sub"
+	steps := []struct{ command, want string }{
+		{"c''d sub", sub},
+		{"ls", sub},
+		{". ../go-up.sh", s.ws},
+		{"eval 'cd sub'", sub},
+		{"builtin cd ..", s.ws},
+		{"pushd sub >/dev/null", sub},
+		{"x=..; cd $x", s.ws},
+		{"(cd sub)", s.ws},
+		{"c\\d sub", sub},
+		{"source ../go-up.sh", s.ws},
+	}
+	for _, st := range steps {
+		if res := s.bash(t, st.command); res.IsError {
+			t.Fatalf("%q: %s", st.command, res.TextContent())
+		}
+		if got := s.bash(t, "pwd").TextContent(); got != st.want {
+			t.Fatalf("after %q: pwd %q, want %q", st.command, got, st.want)
+		}
+	}
+}
+
+// The output file is made only for output the result cannot hold, and
+// progress then reads the output back from it: every byte reaches progress,
+// in order, or is counted as dropped.
+func TestOutputFileAndProgressOfLargeOutput(t *testing.T) {
+	s := newSession(t, tool.Limits{MaxOutputMemory: 1})
+	if res := s.bash(t, "echo small"); res.TextContent() != "small" {
+		t.Fatal(res.TextContent())
+	}
+	if entries, _ := os.ReadDir(s.env.OutputDir); len(entries) != 0 {
+		t.Fatalf("small output left %d files in the output directory", len(entries))
+	}
+	var mu sync.Mutex
+	var out []byte
+	var dropped, total uint64
+	call := newCall("Bash", map[string]any{"command": "seq 1 400000"}, func(p tool.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		out = append(out, p.Output...)
+		dropped += p.Dropped
+		total = max(total, p.TotalBytes)
+	})
+	res := s.run(t, context.Background(), call)
+	if res.Truncation == nil {
+		t.Fatalf("not truncated: %.200q", res.TextContent())
+	}
+	full, err := os.ReadFile(res.Truncation.FullOutputPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := exec.Command("seq", "1", "400000").Output()
+	if !bytes.Equal(full, want) {
+		t.Fatalf("output file has %d bytes, want seq's %d", len(full), len(want))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if uint64(len(out))+dropped != uint64(len(full)) || total != uint64(len(full)) {
+		t.Fatalf("progress carried %d bytes and dropped %d (total %d), output is %d", len(out), dropped, total, len(full))
+	}
+	if dropped == 0 && !bytes.Equal(out, full) {
+		t.Fatal("progress output differs from the output file")
 	}
 }
 
@@ -585,4 +664,38 @@ func TestConcurrencySafe(t *testing.T) {
 			t.Errorf("%s: %v, want %v", name, got, c.want)
 		}
 	}
+}
+
+// BenchmarkBashTrue compares the Bash tool running `true` through a real
+// sandbox runner with a bare os/exec spawn of `bash -c true` whose output
+// is captured (the floor of issue 3's Bash target), without gRPC. Each
+// iteration runs both, so load from elsewhere hits them alike; it reports
+// the medians and the median of the per-iteration ratios.
+func BenchmarkBashTrue(b *testing.B) {
+	s := newSession(b, tool.Limits{})
+	var floor, bash, ratio []float64
+	for b.Loop() {
+		t0 := time.Now()
+		if out, err := exec.Command("/bin/bash", "-c", "true").CombinedOutput(); err != nil || len(out) > 0 {
+			b.Fatal(err, string(out))
+		}
+		t1 := time.Now()
+		if res := s.bash(b, "true"); res.IsError {
+			b.Fatal(res.Content)
+		}
+		t2 := time.Now()
+		floor, bash = append(floor, float64(t1.Sub(t0))), append(bash, float64(t2.Sub(t1)))
+		ratio = append(ratio, float64(t2.Sub(t1))/float64(t1.Sub(t0)))
+	}
+	b.ReportMetric(median(floor)/1e3, "floor-µs")
+	b.ReportMetric(median(bash)/1e3, "tool-µs")
+	b.ReportMetric(median(ratio), "ratio")
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
 }

@@ -114,7 +114,8 @@ func newTaskID() string {
 func startBackground(ctx context.Context, env *tool.Env, call *tool.Call, in bashInput) *tool.Result {
 	reg := tasksOf(env)
 	id := newTaskID()
-	outPath, outFile, err := createOutputFile(env, id+".output")
+	outPath := outputPath(env, id+".output")
+	outFile, err := createOutputFile(env, id+".output")
 	if err != nil {
 		return tool.Error(err.Error())
 	}

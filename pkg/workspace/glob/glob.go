@@ -16,6 +16,10 @@ import (
 type Pattern struct {
 	src  string
 	alts [][]string // one segment list per brace alternative
+	// lits holds, per alternative, a run of plain characters every
+	// matching path contains ("" if none): a cheap test that rules most
+	// paths out before the segments are matched.
+	lits []string
 	dot  bool
 }
 
@@ -54,8 +58,38 @@ func Compile(pattern string, opts ...Option) (*Pattern, error) {
 			}
 		}
 		p.alts = append(p.alts, segs)
+		p.lits = append(p.lits, requiredLiteral(segs))
 	}
 	return p, nil
+}
+
+// requiredLiteral returns the longest run of characters without glob
+// syntax inside one segment of segs. A segment can only match a name that
+// contains it, so neither can a path.
+func requiredLiteral(segs []string) string {
+	best := ""
+	for _, seg := range segs {
+		if seg == "**" {
+			continue
+		}
+		start := 0
+		for i := 0; i <= len(seg); i++ {
+			if i < len(seg) && !strings.ContainsRune(`*?[\`, rune(seg[i])) {
+				continue
+			}
+			if i-start > len(best) {
+				best = seg[start:i]
+			}
+			if i < len(seg) && seg[i] == '[' {
+				// Skip the class: its characters are alternatives.
+				if j := strings.IndexByte(seg[i+1:], ']'); j >= 0 {
+					i += j + 1
+				}
+			}
+			start = i + 1
+		}
+	}
+	return best
 }
 
 // MustCompile is Compile that panics on a bad pattern, for patterns fixed
@@ -72,11 +106,26 @@ func MustCompile(pattern string, opts ...Option) *Pattern {
 func (p *Pattern) String() string { return p.src }
 
 // Match reports whether name, a slash-separated path, matches the pattern.
-func (p *Pattern) Match(name string) bool { return p.matchSegments(splitSegments(name)) }
+func (p *Pattern) Match(name string) bool {
+	if !p.mayMatch(name) {
+		return false
+	}
+	return p.matchSegments(name, splitSegments(name))
+}
 
-func (p *Pattern) matchSegments(segs []string) bool {
-	for _, a := range p.alts {
-		if p.run(a, segs, false) {
+// mayMatch reports whether name contains the literal of some alternative.
+func (p *Pattern) mayMatch(name string) bool {
+	for _, lit := range p.lits {
+		if strings.Contains(name, lit) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Pattern) matchSegments(name string, segs []string) bool {
+	for i, a := range p.alts {
+		if strings.Contains(name, p.lits[i]) && p.run(a, segs, false) {
 			return true
 		}
 	}
@@ -88,12 +137,15 @@ type Set []*Pattern
 
 // Match returns the first pattern of s that name matches.
 func (s Set) Match(name string) (*Pattern, bool) {
-	if len(s) == 0 {
-		return nil, false
-	}
-	segs := splitSegments(name)
+	var segs []string // split once, and only if some pattern may match
 	for _, p := range s {
-		if p.matchSegments(segs) {
+		if !p.mayMatch(name) {
+			continue
+		}
+		if segs == nil {
+			segs = splitSegments(name)
+		}
+		if p.matchSegments(name, segs) {
 			return p, true
 		}
 	}

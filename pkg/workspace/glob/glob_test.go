@@ -122,7 +122,39 @@ func FuzzMatch(f *testing.F) {
 		if p.Match(name) && !p.MatchPrefix(name) {
 			t.Errorf("%q matches %q but not as a prefix", pattern, name)
 		}
+		if got, want := p.Match(name), matchWithoutLiterals(p, name); got != want {
+			t.Errorf("%q against %q: Match %v, the segments alone %v", pattern, name, got, want)
+		}
 	})
+}
+
+// matchWithoutLiterals is Match without the literal pre-check.
+func matchWithoutLiterals(p *Pattern, name string) bool {
+	for _, a := range p.alts {
+		if p.run(a, splitSegments(name), false) {
+			return true
+		}
+	}
+	return false
+}
+
+// The literal pre-check never rules out a path the segments would match.
+func TestRequiredLiteral(t *testing.T) {
+	patterns := []string{"**/.ssh/**", "**/*.pem", "**/id_rsa*", "**/.env", "/etc/**", "a[bc]d/*x?y",
+		`**/\*.go`, "**/{secret,token}s.txt", "**/[.]env", "*", "**"}
+	names := []string{"/home/u/.ssh/id", "/p/key.pem", "/p/id_rsa.pub", "/p/.env", "/p/.envrc", "/etc/passwd",
+		"abd/zxqy", "acd/xay", "/src/*.go", "/a/secrets.txt", "/a/tokens.txt", "/a/.env", "x", "/"}
+	for _, pat := range patterns {
+		p := MustCompile(pat, MatchDot())
+		for _, name := range names {
+			if got, want := p.Match(name), matchWithoutLiterals(p, name); got != want {
+				t.Errorf("%q against %q: Match %v, the segments alone %v", pat, name, got, want)
+			}
+		}
+	}
+	if got := requiredLiteral(splitSegments("**/a[bc]defg/x*yz")); got != "defg" {
+		t.Errorf("requiredLiteral = %q, want %q", got, "defg")
+	}
 }
 
 func TestSet(t *testing.T) {

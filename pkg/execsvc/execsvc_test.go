@@ -1,0 +1,158 @@
+package execsvc
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/toolwire/toolwire/pkg/executor"
+	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
+	"github.com/toolwire/toolwire/pkg/tool"
+)
+
+func TestMain(m *testing.M) {
+	if err := sandbox.BecomeSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(sandboxtest.Main(m))
+}
+
+// testIDs lies far above accounts and toolsvc's default range.
+var testIDs = sandbox.UIDRange{First: 3_200_000, Last: 3_200_099}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("session users need root")
+	}
+}
+
+// openEnv opens a session's environment the way the executor does.
+func openEnv(t *testing.T, factory executor.EnvFactory, id, dir string) (*tool.Env, executor.SandboxInfo) {
+	t.Helper()
+	env, info, err := factory(context.Background(), id, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Close)
+	return env, info
+}
+
+// bash runs a script in env's sandbox and returns its output.
+func bash(t *testing.T, env *tool.Env, script string) string {
+	t.Helper()
+	p, err := env.Procs.Start(context.Background(), sandbox.Cmd{Args: []string{"/bin/bash", "-c", script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(p.Output())
+	p.Output().Close()
+	p.Wait()
+	return string(out)
+}
+
+// TestSessionsHaveUsersOfTheirOwn opens sessions the way toolsvc does with
+// --session-uids and --session-dirs: each gets a workspace of its user's,
+// and one session can neither see, signal nor read into another.
+func TestSessionsHaveUsersOfTheirOwn(t *testing.T) {
+	needRoot(t)
+	root := sandboxtest.Dir(t)
+	cfg := Config{Root: root, SessionDirs: true, SessionUIDs: testIDs, TempRoot: sandboxtest.Dir(t)}
+	ex, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex.Close()
+	pool, err := sandbox.NewUIDPool(testIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := envFactory(cfg, pool)
+	a, _ := openEnv(t, factory, "a", "")
+	b, info := openEnv(t, factory, "b", "")
+	if got := strings.Join(info.Enforced, " "); !strings.Contains(got, "pid_isolation") || !strings.Contains(info.RunAs, "uid "+strconv.Itoa(b.Procs.UID())) {
+		t.Errorf("Hello of b: enforced %q, run as %q", got, info.RunAs)
+	}
+
+	// The workspace made for a belongs to a's user alone.
+	fi, err := os.Stat(a.Procs.Workspace())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if int(st.Uid) != a.Procs.UID() || fi.Mode().Perm() != 0o700 || a.Procs.Workspace() != filepath.Join(root, "sessions", "a") {
+		t.Errorf("a's workspace %s: owner %d mode %v, want %d and 0700", a.Procs.Workspace(), st.Uid, fi.Mode().Perm(), a.Procs.UID())
+	}
+
+	p, err := a.Procs.Start(context.Background(), sandbox.Cmd{Args: []string{"/bin/bash", "-c", "echo a-secret > secret.txt; echo ready; exec sleep 4721"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	if line, _ := bufio.NewReader(p.Output()).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("a's process printed %q", line)
+	}
+	pid := strconv.Itoa(p.Pid())
+	out := bash(t, b, "ls /proc | grep -x "+pid+" || echo absent; cat /proc/"+pid+"/cmdline; kill -KILL "+pid+"; cat "+filepath.Join(a.Procs.Workspace(), "secret.txt")+"; ps -eo args=")
+	for _, want := range []string{"absent", "/cmdline: No such file or directory", "Operation not permitted", "secret.txt: Permission denied"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("b's attacks printed %q, want %q", out, want)
+		}
+	}
+	if strings.Contains(out, "4721") || strings.Contains(out, "a-secret") {
+		t.Errorf("b saw a's process or secret:\n%s", out)
+	}
+
+	// A session in the root shares the root's files, which another user
+	// owns on disk; it runs as a user of its own all the same.
+	c, _ := openEnv(t, factory, "c", ".")
+	if out := bash(t, c, "echo c > by-c && stat -c %u by-c && id -u"); out != fmt.Sprintf("%d\n%d\n", c.Procs.UID(), c.Procs.UID()) {
+		t.Errorf("session in the root: %q", out)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "by-c")); err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) != sandboxtest.NobodyUID {
+		t.Errorf("by-c on disk: %v %v, want it to belong to the root's owner", fi, err)
+	}
+
+	a.Close()
+	if code, _ := p.Wait(); code != 137 {
+		t.Errorf("a's process ended with %d after its session closed, want 137", code)
+	}
+}
+
+// TestFailedOpenGivesTheIDBack: an Open that fails after the lease must not
+// keep the id.
+func TestFailedOpenGivesTheIDBack(t *testing.T) {
+	needRoot(t)
+	one := sandbox.UIDRange{First: testIDs.Last, Last: testIDs.Last}
+	root := sandboxtest.Dir(t)
+	cfg := Config{Root: root, SessionUIDs: one, TempRoot: sandboxtest.Dir(t)}
+	pool, err := sandbox.NewUIDPool(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := envFactory(cfg, pool)
+	if _, _, err := factory(context.Background(), "x", "/outside/the/root"); err == nil {
+		t.Fatal("a workspace outside the root was accepted")
+	}
+	env, _, err := factory(context.Background(), "y", "")
+	if err != nil {
+		t.Fatalf("the only id did not come back: %v", err)
+	}
+	env.Close()
+}
+
+func TestNewRefusesTwoUserModes(t *testing.T) {
+	cfg := Config{Root: sandboxtest.Dir(t), SessionUIDs: testIDs, Sandbox: sandbox.Config{RunAsUser: "nobody"}}
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "exclude each other") {
+		t.Fatalf("got %v, want a refusal of --session-uids with --run-as", err)
+	}
+}

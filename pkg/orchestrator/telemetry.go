@@ -1,0 +1,85 @@
+package orchestrator
+
+import (
+	"context"
+	"strings"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+)
+
+// instrumentation is the name of this package's tracer.
+const instrumentation = "github.com/toolwire/toolwire/pkg/orchestrator"
+
+// Attribute keys: the OpenTelemetry GenAI conventions, and ours.
+const (
+	attrOperation      = attribute.Key("gen_ai.operation.name")
+	attrAgentName      = attribute.Key("gen_ai.agent.name")
+	attrConversationID = attribute.Key("gen_ai.conversation.id")
+	attrToolName       = attribute.Key("gen_ai.tool.name")
+	attrToolCallID     = attribute.Key("gen_ai.tool.call.id")
+	attrToolType       = attribute.Key("gen_ai.tool.type")
+	attrErrorType      = attribute.Key("error.type")
+	attrStopReason     = attribute.Key("toolwire.turn.stop_reason")
+	attrRequests       = attribute.Key("toolwire.turn.requests")
+	attrOutcome        = attribute.Key("toolwire.outcome")
+)
+
+func tracer() trace.Tracer { return otel.Tracer(instrumentation) }
+
+// startTurn opens the span of one conversation turn ("invoke_agent"); the
+// model requests and tool calls of the turn are its children.
+func (s *Session) startTurn(ctx context.Context) (context.Context, trace.Span) {
+	return tracer().Start(ctx, "invoke_agent", trace.WithAttributes(
+		attrOperation.String("invoke_agent"),
+		attrAgentName.String("toolwire"),
+		attrConversationID.String(s.id),
+	))
+}
+
+// endTurn records how the turn ended and closes its span.
+func endTurn(span trace.Span, res *TurnResult) {
+	span.SetAttributes(attrStopReason.String(string(res.StopReason)), attrRequests.Int(res.Requests))
+	if res.StopReason == StopError || res.StopReason == StopMaxTurns {
+		span.SetAttributes(attrErrorType.String(string(res.StopReason)))
+		msg := string(res.StopReason)
+		if res.Err != nil {
+			msg = res.Err.Error()
+		}
+		span.SetStatus(codes.Error, msg)
+	}
+	span.End()
+}
+
+// startToolCall opens the span of one tool call ("execute_tool {name}")
+// and writes its W3C trace context into use, so the executor's spans of
+// the call are its children although many calls share one stream.
+func startToolCall(ctx context.Context, use *executorv1.ToolUse) trace.Span {
+	ctx, span := tracer().Start(ctx, "execute_tool "+use.GetName(), trace.WithAttributes(
+		attrOperation.String("execute_tool"),
+		attrToolName.String(use.GetName()),
+		attrToolCallID.String(use.GetId()),
+		attrToolType.String("function"),
+	))
+	carrier := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, carrier)
+	use.Traceparent = carrier.Get("traceparent")
+	use.Tracestate = carrier.Get("tracestate")
+	return span
+}
+
+// endToolCall records a call's result on its span and closes it.
+func endToolCall(span trace.Span, r *executorv1.Result) {
+	outcome := strings.ToLower(strings.TrimPrefix(r.GetOutcome().String(), "OUTCOME_"))
+	span.SetAttributes(attrOutcome.String(outcome))
+	if r.GetIsError() {
+		span.SetAttributes(attrErrorType.String(outcome))
+		span.SetStatus(codes.Error, outcome)
+	}
+	span.End()
+}

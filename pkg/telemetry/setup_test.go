@@ -1,0 +1,204 @@
+package telemetry
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	"go.uber.org/goleak"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/telemetry/otlptest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// otelEnv are the variables Setup and the exporters read; each test starts
+// with all of them empty.
+var otelEnv = []string{
+	"OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES",
+	"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER",
+	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+	"OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
+}
+
+// cleanGlobals clears the OTEL_* environment and puts the global
+// providers and propagator back to no-ops when the test ends.
+func cleanGlobals(t *testing.T) {
+	t.Helper()
+	for _, k := range otelEnv {
+		t.Setenv(k, "")
+	}
+	otel.SetTracerProvider(tracenoop.NewTracerProvider())
+	otel.SetMeterProvider(metricnoop.NewMeterProvider())
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
+	t.Cleanup(func() {
+		otel.SetTracerProvider(tracenoop.NewTracerProvider())
+		otel.SetMeterProvider(metricnoop.NewMeterProvider())
+		otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
+	})
+}
+
+func setup(t *testing.T) func(context.Context) error {
+	t.Helper()
+	shutdown, err := Setup(context.Background(), Options{ServiceName: "svc-under-test", ServiceVersion: "1.2.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shutdown
+}
+
+func TestSetupWithoutEndpointExportsNothing(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		"no endpoint":       {},
+		"sdk disabled":      {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_SDK_DISABLED": "true"},
+		"exporters none":    {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none"},
+		"only a log target": {"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://127.0.0.1:1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cleanGlobals(t)
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			shutdown := setup(t)
+			if _, ok := otel.GetTracerProvider().(*sdktrace.TracerProvider); ok {
+				t.Error("a tracer provider was installed")
+			}
+			if _, ok := otel.GetMeterProvider().(*sdkmetric.MeterProvider); ok {
+				t.Error("a meter provider was installed")
+			}
+			// The propagator is installed all the same.
+			if f := otel.GetTextMapPropagator().Fields(); !slices.Contains(f, "traceparent") || !slices.Contains(f, "baggage") {
+				t.Errorf("propagator fields %v", f)
+			}
+			if err := shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			// No exporter goroutine runs (goleak checks again at the end).
+			goleak.VerifyNone(t)
+		})
+	}
+}
+
+func TestSetupRejectsWhatItCannotExport(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		"json protocol":    {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
+		"console exporter": {"OTEL_TRACES_EXPORTER": "console"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cleanGlobals(t)
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			if _, err := Setup(context.Background(), Options{ServiceName: "x"}); err == nil {
+				t.Fatal("Setup accepted it")
+			}
+		})
+	}
+}
+
+// exportOnce sets up telemetry with the environment given, makes one span
+// and one measurement, shuts down, and returns what the receiver got.
+func exportOnce(t *testing.T, r *otlptest.Receiver, env map[string]string) []otlptest.Span {
+	t.Helper()
+	cleanGlobals(t)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	shutdown := setup(t)
+	if _, ok := otel.GetTracerProvider().(*sdktrace.TracerProvider); !ok {
+		t.Fatalf("tracer provider is %T", otel.GetTracerProvider())
+	}
+	ctx, span := otel.Tracer("test").Start(context.Background(), "exported span", trace.WithAttributes())
+	counter, err := otel.Meter("test").Int64Counter("test.exported.count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter.Add(ctx, 3, metric.WithAttributes())
+	span.End()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Shutdown flushes: the batch processor's delay and the metric
+	// reader's interval (a minute by default) are not waited for.
+	if err := shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	if !r.MetricNames()["test.exported.count"] {
+		t.Errorf("metrics received: %v", r.MetricNames())
+	}
+	return r.Spans()
+}
+
+func TestSetupExportsOverGRPC(t *testing.T) {
+	r := otlptest.StartGRPC(t)
+	spans := exportOnce(t, r, map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": r.Endpoint,
+		"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+		"OTEL_RESOURCE_ATTRIBUTES":    "deployment.environment.name=test",
+	})
+	if len(spans) != 1 || spans[0].GetName() != "exported span" {
+		t.Fatalf("spans received: %v", spans)
+	}
+	res := spans[0].Resource
+	if res["service.name"] != "svc-under-test" || res["service.version"] != "1.2.3" ||
+		res["deployment.environment.name"] != "test" || res["telemetry.sdk.language"] != "go" {
+		t.Errorf("resource %v", res)
+	}
+}
+
+func TestSetupExportsOverHTTPAndTheEnvironmentNamesTheService(t *testing.T) {
+	r := otlptest.StartHTTP(t)
+	spans := exportOnce(t, r, map[string]string{
+		// http/protobuf is the default protocol.
+		"OTEL_EXPORTER_OTLP_ENDPOINT": r.Endpoint,
+		"OTEL_SERVICE_NAME":           "renamed",
+	})
+	if len(spans) != 1 || spans[0].Resource["service.name"] != "renamed" {
+		t.Fatalf("spans received: %v", spans)
+	}
+}
+
+func TestSetupSamplerFromEnvironment(t *testing.T) {
+	r := otlptest.StartGRPC(t)
+	spans := exportOnce(t, r, map[string]string{
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":  r.Endpoint,
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": r.Endpoint,
+		"OTEL_EXPORTER_OTLP_PROTOCOL":         "grpc",
+		"OTEL_TRACES_SAMPLER":                 "always_off",
+	})
+	if len(spans) != 0 {
+		t.Fatalf("always_off sampler exported %d spans", len(spans))
+	}
+}
+
+func TestInjectToolUse(t *testing.T) {
+	const tid, sid = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	u := &executorv1.ToolUse{Id: "toolu_1"}
+	InjectToolUse(context.Background(), u)
+	if u.GetTraceparent() != "" {
+		t.Fatalf("traceparent %q without a span", u.GetTraceparent())
+	}
+	InjectToolUse(spanContext(t, tid, sid), u)
+	if want := "00-" + tid + "-" + sid + "-01"; u.GetTraceparent() != want {
+		t.Fatalf("traceparent %q, want %q", u.GetTraceparent(), want)
+	}
+	if u.GetTracestate() != "" {
+		t.Fatalf("tracestate %q from a span without one", u.GetTracestate())
+	}
+	// What the executor does with it: a W3C extraction gives the span back.
+	got := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(),
+		propagation.MapCarrier{"traceparent": u.GetTraceparent()}))
+	if got.TraceID().String() != tid || got.SpanID().String() != sid || !got.IsSampled() {
+		t.Fatalf("extracted %+v", got)
+	}
+}
