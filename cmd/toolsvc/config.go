@@ -101,13 +101,7 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		if *runAs != "" && !isSet(fs, "session-uids") {
 			cfg.SessionUIDs = sandbox.UIDRange{}
 		}
-		if *traceContent {
-			// execsvc.Config has no field for it: every executor of the
-			// process reads the variable when it is built.
-			if err := os.Setenv(executor.TraceContentEnv, "true"); err != nil {
-				return execsvc.Config{}, err
-			}
-		}
+		cfg.TraceContent = *traceContent
 		return cfg, nil
 	}
 }

@@ -60,6 +60,8 @@ type Config struct {
 	MaxConcurrency int
 	// Retention keeps disconnected sessions this long.
 	Retention time.Duration
+	// TraceContent records tool inputs and results on the calls' spans.
+	TraceContent bool
 	// PermissionTimeout bounds waits for permission decisions.
 	PermissionTimeout time.Duration
 	// Version is reported to clients.
@@ -99,7 +101,7 @@ func New(cfg Config) (*executor.Executor, error) {
 		if err := sandbox.CheckSessionUsers(root); err != nil {
 			return nil, err
 		}
-		if users, err = sandbox.NewUIDPool(cfg.SessionUIDs); err != nil {
+		if users, err = sandbox.SharedUIDPool(cfg.SessionUIDs); err != nil {
 			return nil, err
 		}
 	}
@@ -109,6 +111,7 @@ func New(cfg Config) (*executor.Executor, error) {
 		Limits:            cfg.Limits,
 		MaxConcurrency:    cfg.MaxConcurrency,
 		Retention:         cfg.Retention,
+		TraceContent:      cfg.TraceContent,
 		PermissionTimeout: cfg.PermissionTimeout,
 		Operator:          cfg.Operator,
 		Version:           cfg.Version,

@@ -109,6 +109,10 @@ func New(cfg Config) (*Client, error) {
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithMaxRetries(0),
+		// Stream makes the request's span ("chat {model}", retries
+		// included); the SDK's own would count every request twice in a
+		// GenAI-aware backend.
+		option.WithoutOpenTelemetry(),
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))

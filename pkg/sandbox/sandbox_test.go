@@ -21,6 +21,9 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.RunChildIfRequested()
+	if r := os.Getenv(claimHelperEnv); r != "" {
+		claimHelper(r)
+	}
 	if err := sandbox.BecomeSubreaper(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -48,8 +48,9 @@ type deployment struct {
 }
 
 // TestComposeConversationTrace brings up docker-compose.yml with a fake
-// Messages API, runs the scripted conversation through the orchestrator's
-// published port and checks its trace in the Jaeger container.
+// Messages API, runs the scripted conversation twice (through the
+// orchestrator's published port, and with orchestrator -p in its
+// container) and checks both traces in the Jaeger container.
 func TestComposeConversationTrace(t *testing.T) {
 	if err := dockerUsable(); err != nil {
 		t.Skipf("docker is not usable, so the compose deployment cannot be tested: %v", err)
@@ -131,12 +132,13 @@ func TestComposeConversationTrace(t *testing.T) {
 
 	// One conversation through the published gRPC port (orchestrator
 	// serve), one with orchestrator -p in the orchestrator's container, as
-	// the README shows.
+	// the README shows; each in a workspace of its own under /workspace,
+	// since the script writes the same file.
 	grpcSession := "compose-" + runID
 	var done *orchv1.TurnComplete
 	step(t, "conversation over gRPC", func() error {
 		var err error
-		done, err = converse(orchestratorAddr, grpcSession)
+		done, err = converse(orchestratorAddr, grpcSession, "grpc")
 		return err
 	})
 	if done.GetStopReason() != orchv1.StopReason_STOP_REASON_END_TURN || done.GetText() != spancontract.FinalText {
@@ -145,10 +147,10 @@ func TestComposeConversationTrace(t *testing.T) {
 	var cliSession string
 	step(t, "conversation with orchestrator -p", func() error {
 		var err error
-		cliSession, err = d.headless()
+		cliSession, err = d.headless("cli")
 		return err
 	})
-	d.checkConversations(2)
+	d.checkConversations("grpc", "cli")
 
 	for _, session := range []string{grpcSession, cliSession} {
 		t.Run("trace of "+session, func(t *testing.T) {
@@ -175,11 +177,13 @@ func TestComposeConversationTrace(t *testing.T) {
 
 // headless runs the conversation with `orchestrator -p` inside the
 // orchestrator's container, which gives it the container's environment
-// (model API, OTEL_*), and returns its session id.
-func (d *deployment) headless() (string, error) {
+// (model API, OTEL_*), in workspace (relative to toolsvc's root), and
+// returns its session id.
+func (d *deployment) headless(workspace string) (string, error) {
 	out, err := d.run(3*time.Minute, "exec", "-T", "orchestrator",
 		"orchestrator", "-p", spancontract.Prompt,
 		"--executor", "toolsvc:7070", "--executor-insecure",
+		"--workspace", workspace,
 		"--model", spancontract.Model,
 		"--permission-mode", "bypassPermissions",
 		"--output-format", "json",
@@ -201,9 +205,10 @@ func (d *deployment) headless() (string, error) {
 	return res.SessionID, nil
 }
 
-// converse creates a session that may use every tool, sends the scripted
-// prompt on a Converse stream and returns how the turn ended.
-func converse(addr, sessionID string) (*orchv1.TurnComplete, error) {
+// converse creates a session that may use every tool, working in workspace
+// (relative to toolsvc's root), sends the scripted prompt on a Converse
+// stream and returns how the turn ended.
+func converse(addr, sessionID, workspace string) (*orchv1.TurnComplete, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, err
@@ -215,8 +220,9 @@ func converse(addr, sessionID string) (*orchv1.TurnComplete, error) {
 	if _, err := client.CreateSession(ctx, &orchv1.CreateSessionRequest{
 		SessionId: sessionID,
 		Config: &orchv1.SessionConfig{
-			Model:    spancontract.Model,
-			Settings: &executorv1.Settings{Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS},
+			Model:     spancontract.Model,
+			Workspace: workspace,
+			Settings:  &executorv1.Settings{Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS},
 		},
 	}); err != nil {
 		return nil, fmt.Errorf("CreateSession: %w", err)
@@ -260,14 +266,19 @@ func converse(addr, sessionID string) (*orchv1.TurnComplete, error) {
 }
 
 // checkConversations checks what the tools did in the toolsvc container and
-// what the fake API was sent, after n runs of the conversation.
-func (d *deployment) checkConversations(n int) {
+// what the fake API was sent, after one run of the conversation in each of
+// the workspaces.
+func (d *deployment) checkConversations(workspaces ...string) {
 	t := d.t
 	t.Helper()
-	notes, err := d.run(time.Minute, "exec", "-T", "toolsvc", "cat", "/workspace/notes.txt")
-	if err != nil || notes != strings.TrimSpace(spancontract.NotesContent) {
-		t.Fatalf("notes.txt in the toolsvc container = %q, %v", notes, err)
+	for _, w := range workspaces {
+		p := "/workspace/" + w + "/notes.txt"
+		notes, err := d.run(time.Minute, "exec", "-T", "toolsvc", "cat", p)
+		if err != nil || notes != strings.TrimSpace(spancontract.NotesContent) {
+			t.Fatalf("%s in the toolsvc container = %q, %v", p, notes, err)
+		}
 	}
+	n := len(workspaces)
 	logs, err := d.run(time.Minute, "logs", "--no-color", "fakemodel")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -196,8 +197,13 @@ func startExecutor(t *testing.T, h *host, root string, args ...string) *executor
 
 func (e *executor) start(t *testing.T) {
 	t.Helper()
+	// Executors of one machine need session user ranges of their own: a
+	// session's end kills every process of its user.
+	n, _ := strconv.Atoi(strings.Split(e.host.addr, ".")[2])
+	// Ranges are claimed in blocks of 1024 ids.
+	uids := fmt.Sprintf("%d-%d", 307200+n*1024, 307200+n*1024+1023)
 	args := append([]string{"netns", "exec", e.host.ns, bins.toolsvc, "serve",
-		"--listen", e.addr(), "--insecure", "--root", e.root, "--log-format", "json"}, e.args...)
+		"--listen", e.addr(), "--insecure", "--root", e.root, "--log-format", "json", "--session-uids", uids}, e.args...)
 	e.proc = startProc(t, exec.Command("ip", args...))
 	conn, err := grpc.NewClient("passthrough:///"+e.addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

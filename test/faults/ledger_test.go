@@ -221,6 +221,10 @@ func (l *ledger) check(t *testing.T, root string, scripts ...*script) (interrupt
 				}
 				if strings.Contains(o.text, "Interrupted") {
 					interrupted++
+				} else if o.isError {
+					// The script asks for nothing that fails: an error that
+					// is not an interruption is a fault of ours.
+					t.Errorf("%s (%s) failed: %s", c.id, c.tool, o.text)
 				}
 				if c.tool != "Bash" {
 					continue

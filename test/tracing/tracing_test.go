@@ -136,8 +136,14 @@ func TestConversationTrace(t *testing.T) {
 
 	// The metrics went to the same endpoint; Jaeger shows the latest
 	// values on its Prometheus endpoint, labelled with the service as job.
-	if missing := waitMetrics(ctx, jaeger.MetricsURL, wantMetrics); len(missing) > 0 {
+	page, missing := waitMetrics(ctx, jaeger.MetricsURL, wantMetrics)
+	if len(missing) > 0 {
 		t.Errorf("metrics not received: %v", missing)
+	}
+	for _, line := range strings.Split(page, "\n") {
+		if strings.HasPrefix(line, "# TYPE gen_ai_") || strings.HasPrefix(line, "# TYPE toolwire_") {
+			t.Logf("metric %s", strings.TrimPrefix(line, "# TYPE "))
+		}
 	}
 }
 
@@ -157,8 +163,9 @@ var wantMetrics = map[string]string{
 }
 
 // waitMetrics polls the Prometheus endpoint until it shows every metric of
-// want for its service, or ctx ends, and returns those it never showed.
-func waitMetrics(ctx context.Context, url string, want map[string]string) []string {
+// want for its service, or ctx ends. It returns the last page it read and
+// the metrics that page lacks.
+func waitMetrics(ctx context.Context, url string, want map[string]string) (string, []string) {
 	for {
 		page, err := fetch(ctx, url)
 		var missing []string
@@ -168,12 +175,12 @@ func waitMetrics(ctx context.Context, url string, want map[string]string) []stri
 			}
 		}
 		if len(missing) == 0 {
-			return nil
+			return page, nil
 		}
 		select {
 		case <-ctx.Done():
 			slices.Sort(missing)
-			return missing
+			return page, missing
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

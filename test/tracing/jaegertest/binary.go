@@ -59,7 +59,7 @@ func FindBinary() (string, error) {
 	}
 	if err := executable(p); err != nil {
 		return "", fmt.Errorf("no Jaeger binary: $%s is not set and %v.\n"+
-			"Run scripts/jaeger from the repository root: it builds Jaeger once (10 to 15 minutes) into that path", EnvBinary, err)
+			"Run scripts/jaeger from the repository root: it builds Jaeger once (10 to 30 minutes) into that path", EnvBinary, err)
 	}
 	return p, nil
 }

@@ -240,7 +240,8 @@ func tail(s string, n int) string {
 }
 
 // httpClient is the query client's default: no proxy from the environment,
-// since the query service is always reached directly.
+// since the query service is always reached directly, and no keep-alive, so
+// that no idle connection (and its goroutines) outlives a test.
 var httpClient = &http.Client{
 	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
 	Timeout:   30 * time.Second,

@@ -1,0 +1,109 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// uidBlock is the granularity of claims on session ids between processes.
+const uidBlock = 1024
+
+// claims holds this process's session id pools, one per range, and the
+// lock files that keep other processes of the machine off their ids.
+var claims struct {
+	mu    sync.Mutex
+	pools map[UIDRange]*UIDPool
+	locks []*os.File // held open (and locked) for the life of the process
+}
+
+// ErrUIDRangeTaken: another process of the machine gives sessions ids
+// from an overlapping range.
+var ErrUIDRangeTaken = errors.New("sandbox: session id range in use by another process")
+
+// SharedUIDPool returns this process's pool of the ids of r, making it on
+// first use, and claims r among the processes of the machine.
+//
+// A session's end kills every process of its user, so two executors that
+// hand out the same ids would kill each other's calls. Within a process,
+// every executor of one range shares one pool; between processes, each
+// block of 1024 ids of r is locked (flock on a file in /run/toolwire, or
+// the temporary directory when /run is not writable) for the life of the
+// process, and a range that overlaps another process's fails with
+// ErrUIDRangeTaken. Processes in different pid namespaces cannot see each
+// other's processes, so containers need no distinct ranges; they do not
+// share the lock directory either.
+func SharedUIDPool(r UIDRange) (*UIDPool, error) {
+	claims.mu.Lock()
+	defer claims.mu.Unlock()
+	if p := claims.pools[r]; p != nil {
+		return p, nil
+	}
+	for other := range claims.pools {
+		if other.First <= r.Last && r.First <= other.Last {
+			return nil, fmt.Errorf("sandbox: session id ranges %s and %s overlap in one process", r, other)
+		}
+	}
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	dir, err := lockDir()
+	if err != nil {
+		return nil, err
+	}
+	var locks []*os.File
+	release := func() {
+		for _, f := range locks {
+			_ = f.Close()
+		}
+	}
+	for b := r.First / uidBlock; b <= r.Last/uidBlock; b++ {
+		path := filepath.Join(dir, fmt.Sprintf("session-uids-%d.lock", b))
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("sandbox: claim session ids %s: %w", r, err)
+		}
+		locks = append(locks, f)
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			release()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, fmt.Errorf("%w: ids %d-%d of %s are another process's (lock %s); give each toolsvc of a machine its own --session-uids range",
+					ErrUIDRangeTaken, b*uidBlock, b*uidBlock+uidBlock-1, r, path)
+			}
+			return nil, fmt.Errorf("sandbox: claim session ids %s: %w", r, err)
+		}
+	}
+	p, err := NewUIDPool(r)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	if claims.pools == nil {
+		claims.pools = map[UIDRange]*UIDPool{}
+	}
+	claims.pools[r] = p
+	claims.locks = append(claims.locks, locks...)
+	return p, nil
+}
+
+// lockDir returns a directory for the claim locks that every process of
+// the machine (of this mount namespace) sees.
+func lockDir() (string, error) {
+	var errs []error
+	for _, dir := range []string{"/run/toolwire", filepath.Join(os.TempDir(), "toolwire-locks")} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if unix.Access(dir, unix.W_OK) == nil {
+			return dir, nil
+		}
+		errs = append(errs, fmt.Errorf("%s is not writable", dir))
+	}
+	return "", fmt.Errorf("sandbox: no directory for session id locks: %w", errors.Join(errs...))
+}

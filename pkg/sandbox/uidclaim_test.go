@@ -1,0 +1,82 @@
+package sandbox_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/toolwire/toolwire/pkg/sandbox"
+)
+
+// claimHelperEnv makes the test binary claim a range ("first-last") and
+// hold it until its stdin closes.
+const claimHelperEnv = "TOOLWIRE_TEST_CLAIM_UIDS"
+
+func claimHelper(spec string) {
+	var r sandbox.UIDRange
+	if _, err := fmt.Sscanf(spec, "%d-%d", &r.First, &r.Last); err != nil {
+		fmt.Println("bad range:", err)
+		os.Exit(1)
+	}
+	if _, err := sandbox.SharedUIDPool(r); err != nil {
+		fmt.Println("claim:", err)
+		os.Exit(1)
+	}
+	fmt.Println("claimed")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
+}
+
+// Two executors handing out the same session ids would kill each other's
+// calls (a session's end kills every process of its user): a range that
+// overlaps another process's claim is refused, and free again once that
+// process is gone. Within one process, one range is one shared pool.
+func TestSharedUIDPoolClaimsRange(t *testing.T) {
+	held := sandbox.UIDRange{First: 410000, Last: 411999}
+	helper := exec.Command(os.Args[0], "-test.run=^$")
+	helper.Env = append(os.Environ(), claimHelperEnv+"="+held.String())
+	stdin, err := helper.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if strings.TrimSpace(line) != "claimed" {
+		stdin.Close()
+		helper.Wait()
+		t.Fatalf("helper: %q", line)
+	}
+
+	overlapping := sandbox.UIDRange{First: 411500, Last: 412999}
+	_, err = sandbox.SharedUIDPool(overlapping)
+	if !errors.Is(err, sandbox.ErrUIDRangeTaken) || !strings.Contains(err.Error(), "--session-uids") {
+		t.Errorf("overlapping claim: %v, want ErrUIDRangeTaken naming --session-uids", err)
+	}
+	stdin.Close()
+	if err := helper.Wait(); err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+
+	p1, err := sandbox.SharedUIDPool(overlapping)
+	if err != nil {
+		t.Fatalf("claim after the other process ended: %v", err)
+	}
+	p2, err := sandbox.SharedUIDPool(overlapping)
+	if err != nil || p2 != p1 {
+		t.Errorf("second claim in one process: %p, %v; want the same pool %p", p2, err, p1)
+	}
+	if _, err := sandbox.SharedUIDPool(sandbox.UIDRange{First: 412000, Last: 413999}); err == nil {
+		t.Error("an overlapping, different range in the same process was accepted")
+	}
+}
