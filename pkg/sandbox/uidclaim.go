@@ -34,9 +34,12 @@ var ErrUIDRangeTaken = errors.New("sandbox: session id range in use by another p
 // block of 1024 ids of r is locked (flock on a file in /run/toolwire, or
 // the temporary directory when /run is not writable) for the life of the
 // process, and a range that overlaps another process's fails with
-// ErrUIDRangeTaken. Processes in different pid namespaces cannot see each
-// other's processes, so containers need no distinct ranges; they do not
-// share the lock directory either.
+// ErrUIDRangeTaken. The default range (DefaultSessionUIDs) is shared
+// instead: each process takes its first free block of 1024 ids, so several
+// unconfigured executors of one machine work side by side. Processes in
+// different pid namespaces cannot see each other's processes, so
+// containers need no distinct ranges; they do not share the lock
+// directory either.
 func SharedUIDPool(r UIDRange) (*UIDPool, error) {
 	claims.mu.Lock()
 	defer claims.mu.Unlock()
@@ -55,33 +58,50 @@ func SharedUIDPool(r UIDRange) (*UIDPool, error) {
 	if err != nil {
 		return nil, err
 	}
-	var locks []*os.File
-	release := func() {
-		for _, f := range locks {
-			_ = f.Close()
-		}
-	}
-	for b := r.First / uidBlock; b <= r.Last/uidBlock; b++ {
-		path := filepath.Join(dir, fmt.Sprintf("session-uids-%d.lock", b))
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
-		if err != nil {
-			release()
-			return nil, fmt.Errorf("sandbox: claim session ids %s: %w", r, err)
-		}
-		locks = append(locks, f)
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			release()
-			if errors.Is(err, unix.EWOULDBLOCK) {
-				return nil, fmt.Errorf("%w: ids %d-%d of %s are another process's (lock %s); give each toolsvc of a machine its own --session-uids range",
-					ErrUIDRangeTaken, b*uidBlock, b*uidBlock+uidBlock-1, r, path)
+	var (
+		locks []*os.File
+		p     *UIDPool
+	)
+	if r == DefaultSessionUIDs {
+		// Unconfigured: take the first free block, so that several
+		// toolsvc of one machine need no configuration.
+		for b := r.First / uidBlock; b <= r.Last/uidBlock && p == nil; b++ {
+			f, err := lockBlock(dir, b)
+			if errors.Is(err, ErrUIDRangeTaken) {
+				continue
 			}
-			return nil, fmt.Errorf("sandbox: claim session ids %s: %w", r, err)
+			if err != nil {
+				return nil, err
+			}
+			sub := UIDRange{First: max(r.First, b*uidBlock), Last: min(r.Last, b*uidBlock+uidBlock-1)}
+			if p, err = NewUIDPool(sub); err != nil {
+				_ = f.Close()
+				return nil, err
+			}
+			locks = append(locks, f)
 		}
-	}
-	p, err := NewUIDPool(r)
-	if err != nil {
-		release()
-		return nil, err
+		if p == nil {
+			return nil, fmt.Errorf("%w: every block of %d ids of %s is another process's; give this toolsvc a --session-uids range of its own",
+				ErrUIDRangeTaken, uidBlock, r)
+		}
+	} else {
+		for b := r.First / uidBlock; b <= r.Last/uidBlock; b++ {
+			f, err := lockBlock(dir, b)
+			if err != nil {
+				for _, f := range locks {
+					_ = f.Close()
+				}
+				return nil, fmt.Errorf("session ids %s: %w", r, err)
+			}
+			locks = append(locks, f)
+		}
+		var err error
+		if p, err = NewUIDPool(r); err != nil {
+			for _, f := range locks {
+				_ = f.Close()
+			}
+			return nil, err
+		}
 	}
 	if claims.pools == nil {
 		claims.pools = map[UIDRange]*UIDPool{}
@@ -89,6 +109,25 @@ func SharedUIDPool(r UIDRange) (*UIDPool, error) {
 	claims.pools[r] = p
 	claims.locks = append(claims.locks, locks...)
 	return p, nil
+}
+
+// lockBlock locks block b of session ids in dir for the life of the
+// process; ErrUIDRangeTaken when another process holds it.
+func lockBlock(dir string, b int) (*os.File, error) {
+	path := filepath.Join(dir, fmt.Sprintf("session-uids-%d.lock", b))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: lock session ids: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: ids %d-%d are another process's (lock %s); give each toolsvc of a machine its own --session-uids range",
+				ErrUIDRangeTaken, b*uidBlock, b*uidBlock+uidBlock-1, path)
+		}
+		return nil, fmt.Errorf("sandbox: lock session ids: %w", err)
+	}
+	return f, nil
 }
 
 // lockDir returns a directory for the claim locks that every process of

@@ -23,11 +23,17 @@ func claimHelper(spec string) {
 		fmt.Println("bad range:", err)
 		os.Exit(1)
 	}
-	if _, err := sandbox.SharedUIDPool(r); err != nil {
+	p, err := sandbox.SharedUIDPool(r)
+	if err != nil {
 		fmt.Println("claim:", err)
 		os.Exit(1)
 	}
-	fmt.Println("claimed")
+	lease, err := p.Lease()
+	if err != nil {
+		fmt.Println("lease:", err)
+		os.Exit(1)
+	}
+	fmt.Println("claimed", lease.ID())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	os.Exit(0)
 }
@@ -52,7 +58,7 @@ func TestSharedUIDPoolClaimsRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	line, _ := bufio.NewReader(out).ReadString('\n')
-	if strings.TrimSpace(line) != "claimed" {
+	if !strings.HasPrefix(line, "claimed ") {
 		stdin.Close()
 		helper.Wait()
 		t.Fatalf("helper: %q", line)
@@ -78,5 +84,46 @@ func TestSharedUIDPoolClaimsRange(t *testing.T) {
 	}
 	if _, err := sandbox.SharedUIDPool(sandbox.UIDRange{First: 412000, Last: 413999}); err == nil {
 		t.Error("an overlapping, different range in the same process was accepted")
+	}
+}
+
+// Executors left at the default range share it: each process takes a
+// block of its own, so their session users never coincide.
+func TestSharedUIDPoolDefaultRangeSplits(t *testing.T) {
+	def := sandbox.DefaultSessionUIDs
+	helper := exec.Command(os.Args[0], "-test.run=^$")
+	helper.Env = append(os.Environ(), claimHelperEnv+"="+def.String())
+	stdin, err := helper.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		helper.Wait()
+	}()
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	var theirs int
+	if _, err := fmt.Sscanf(line, "claimed %d", &theirs); err != nil {
+		t.Fatalf("helper: %q", line)
+	}
+	p, err := sandbox.SharedUIDPool(def)
+	if err != nil {
+		t.Fatalf("default range with another process on it: %v", err)
+	}
+	lease, err := p.Lease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release()
+	ours := lease.ID()
+	if ours/1024 == theirs/1024 || ours < def.First || ours > def.Last {
+		t.Errorf("ids %d (ours) and %d (the other process's) share a block or leave %s", ours, theirs, def)
 	}
 }

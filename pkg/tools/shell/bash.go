@@ -238,12 +238,27 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 	if res.Truncation != nil {
 		// The result points at the whole output: make sure it is there.
 		if _, err := capt.persist(); err != nil {
-			return tool.Error(err.Error())
+			// The output outgrew what the executor may write (a file size
+			// limit, a full disk): the result keeps its head and tail and
+			// says the rest is gone, rather than failing the call.
+			txt = unsavedOutput(txt, outPath, err)
+			res.Truncation.FullOutputPath = ""
 		}
 	}
 	res.Content = []tool.Content{{Text: txt}}
 	res.ExitCode = &code
 	return res
+}
+
+// unsavedOutput rewrites a truncated result whose full output could not be
+// saved to path so that it does not point at an incomplete file.
+func unsavedOutput(txt, path string, err error) string {
+	saved := "Full output saved to: " + path
+	why := fmt.Sprintf("The full output could not be saved (%v)", err)
+	if strings.Contains(txt, saved) {
+		return strings.Replace(txt, saved, why, 1)
+	}
+	return txt + "\n\n(" + why + ".)"
 }
 
 // outputGrace is how long a finished call waits for the rest of its output
