@@ -142,10 +142,23 @@ func killMatching(match func(procInfo) bool) int {
 // killAll kills every process match accepts, again and again until none is
 // left alive (a process may fork while the scan runs) or timeout passes. It
 // reports whether none is left.
+//
+// One empty scan is not proof: a process whose fork completed while the
+// scan went by may not be listed yet, so it takes two empty scans a
+// millisecond apart.
 func killAll(match func(procInfo) bool, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	delay := 50 * time.Microsecond
-	for killMatching(match) > 0 {
+	for empty := 0; empty < 2; {
+		if killMatching(match) > 0 {
+			empty = 0
+		} else {
+			empty++
+			delay = time.Millisecond
+		}
+		if empty == 2 {
+			break
+		}
 		if time.Now().After(deadline) {
 			return false
 		}

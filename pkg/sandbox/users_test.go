@@ -330,7 +330,14 @@ func TestFallbackKillsEscapees(t *testing.T) {
 		}
 		pids := readPids(t, p.Output())
 		p.Kill()
-		io.Copy(io.Discard, p.Output())
+		// The output ends once no process of the tree holds it; a survivor
+		// would hold it open for ever.
+		if f, ok := p.Output().(*os.File); ok {
+			f.SetReadDeadline(time.Now().Add(30 * time.Second))
+		}
+		if _, err := io.Copy(io.Discard, p.Output()); err != nil {
+			t.Errorf("output still open after Kill: %v; processes left: %v", err, sandboxtest.Descendants())
+		}
 		p.Output().Close()
 		for _, pid := range pids {
 			if alive(pid) {
