@@ -8,10 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/toolwire/toolwire/pkg/sandbox"
 )
+
+// claimRuns counts runs of TestSharedUIDPoolClaimsRange in this process.
+var claimRuns atomic.Int32
 
 // claimHelperEnv makes the test binary claim a range ("first-last") and
 // hold it until its stdin closes.
@@ -43,7 +47,10 @@ func claimHelper(spec string) {
 // overlaps another process's claim is refused, and free again once that
 // process is gone. Within one process, one range is one shared pool.
 func TestSharedUIDPoolClaimsRange(t *testing.T) {
-	held := sandbox.UIDRange{First: 410000, Last: 411999}
+	// Claims last as long as the process: each run (-count) takes ranges
+	// of its own.
+	base := 409600 + int(claimRuns.Add(1))*8192
+	held := sandbox.UIDRange{First: base, Last: base + 2047}
 	helper := exec.Command(os.Args[0], "-test.run=^$")
 	helper.Env = append(os.Environ(), claimHelperEnv+"="+held.String())
 	stdin, err := helper.StdinPipe()
@@ -64,7 +71,7 @@ func TestSharedUIDPoolClaimsRange(t *testing.T) {
 		t.Fatalf("helper: %q", line)
 	}
 
-	overlapping := sandbox.UIDRange{First: 411500, Last: 412999}
+	overlapping := sandbox.UIDRange{First: base + 1500, Last: base + 2999}
 	_, err = sandbox.SharedUIDPool(overlapping)
 	if !errors.Is(err, sandbox.ErrUIDRangeTaken) || !strings.Contains(err.Error(), "--session-uids") {
 		t.Errorf("overlapping claim: %v, want ErrUIDRangeTaken naming --session-uids", err)
@@ -82,7 +89,7 @@ func TestSharedUIDPoolClaimsRange(t *testing.T) {
 	if err != nil || p2 != p1 {
 		t.Errorf("second claim in one process: %p, %v; want the same pool %p", p2, err, p1)
 	}
-	if _, err := sandbox.SharedUIDPool(sandbox.UIDRange{First: 412000, Last: 413999}); err == nil {
+	if _, err := sandbox.SharedUIDPool(sandbox.UIDRange{First: base + 2000, Last: base + 3999}); err == nil {
 		t.Error("an overlapping, different range in the same process was accepted")
 	}
 }
