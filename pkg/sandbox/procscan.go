@@ -143,20 +143,22 @@ func killMatching(match func(procInfo) bool) int {
 // left alive (a process may fork while the scan runs) or timeout passes. It
 // reports whether none is left.
 //
-// One empty scan is not proof: a process whose fork completed while the
-// scan went by may not be listed yet, so it takes two empty scans a
-// millisecond apart.
+// After a scan that found processes, one empty scan is not proof: a child
+// whose fork completed while the scan went by may not be listed yet, so it
+// then takes two empty scans a millisecond apart. A first scan that finds
+// nothing ends at once (no process was left that could fork), which keeps
+// the common case, a call that left nothing behind, to one scan.
 func killAll(match func(procInfo) bool, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	delay := 50 * time.Microsecond
-	for empty := 0; empty < 2; {
+	for empty, found := 0, false; ; {
 		if killMatching(match) > 0 {
-			empty = 0
+			empty, found = 0, true
 		} else {
 			empty++
 			delay = time.Millisecond
 		}
-		if empty == 2 {
+		if empty == 2 || (empty == 1 && !found) {
 			break
 		}
 		if time.Now().After(deadline) {
