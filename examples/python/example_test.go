@@ -16,13 +16,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
+
+	"github.com/toolwire/toolwire/internal/testkit"
 )
 
 // python is Debian's interpreter, the one python3-grpcio installs into. Any
@@ -228,24 +229,6 @@ func buildToolsvc(ctx context.Context, t *testing.T, dir string) string {
 	return bin
 }
 
-// syncBuffer is a bytes.Buffer safe for the exec copier and the test.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startServer starts `toolsvc serve` on the unix socket sock and waits until
 // it accepts connections. At cleanup it stops the server by PID (SIGTERM,
 // then SIGKILL if it lingers) and fails the test if the server reported a
@@ -253,7 +236,7 @@ func (s *syncBuffer) String() string {
 func startServer(ctx context.Context, t *testing.T, bin, sock, root string) {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--listen", "unix://"+sock, "--root", root)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	// A process the server leaves behind may hold the log pipe open; do not
 	// let it keep Wait from returning.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/internal/testkit"
 	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/permission"
@@ -429,26 +429,8 @@ func TestPostToolUseHookFormatsTheEditedFile(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestHangingHookTimesOut(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.Buffer
 	h, _ := permHarness(t, execsvc.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	const hang = `sleep 600 & sleep 600`
 	s := h.openWith(settings.Settings{

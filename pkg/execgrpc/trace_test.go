@@ -22,6 +22,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/internal/testkit"
 	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/executor"
 	"github.com/toolwire/toolwire/pkg/permission"
@@ -149,8 +150,8 @@ func (s *stream) useTraced(sc trace.SpanContext, id, msg, name, input string) {
 	s.send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_ToolUse{ToolUse: u}})
 }
 
-// records returns the JSON log records written so far.
-func (b *syncBuffer) records(t *testing.T) []map[string]any {
+// records returns the JSON log records written to b so far.
+func records(t *testing.T, b *testkit.Buffer) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
@@ -165,7 +166,7 @@ func (b *syncBuffer) records(t *testing.T) []map[string]any {
 
 func TestTraceRunToolIsAChildOfTheToolUseContext(t *testing.T) {
 	c := captureTelemetry(t)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	log, err := telemetry.NewLogger(&logs, "json", "info")
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +239,7 @@ func TestTraceRunToolIsAChildOfTheToolUseContext(t *testing.T) {
 
 	// The executor's per-call log line carries the call's trace and span.
 	var found bool
-	for _, rec := range logs.records(t) {
+	for _, rec := range records(t, &logs) {
 		if rec["msg"] == "call allowed" && rec["tool_use_id"] == "b1" {
 			found = true
 			if rec["trace_id"] != parent.TraceID().String() || rec["span_id"] != run.SpanContext.SpanID().String() {
@@ -247,7 +248,7 @@ func TestTraceRunToolIsAChildOfTheToolUseContext(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Errorf("no \"call allowed\" line in %v", logs.records(t))
+		t.Errorf("no \"call allowed\" line in %v", records(t, &logs))
 	}
 }
 

@@ -1,7 +1,6 @@
 package execpool
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +19,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/toolwire/toolwire/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -286,7 +287,7 @@ func TestDrainingMemberGetsNoNewSessions(t *testing.T) {
 
 func TestStoppedExecutorIsNotPicked(t *testing.T) {
 	a, b := startExecutor(t, "127.0.0.1:0"), startExecutor(t, "127.0.0.1:0")
-	var logs syncBuffer
+	var logs testkit.Buffer
 	p := newPool(t, Config{Target: staticTarget(a, b), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	waitServing(t, p, a, b)
 
@@ -304,24 +305,6 @@ func TestStoppedExecutorIsNotPicked(t *testing.T) {
 	if want := "addr=" + a.addr + " from=serving to=unreachable"; !strings.Contains(logs.String(), want) {
 		t.Fatalf("logs do not say %q:\n%s", want, logs.String())
 	}
-}
-
-// syncBuffer is a log sink the test reads while the pool writes.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestPickWaitsForServing(t *testing.T) {

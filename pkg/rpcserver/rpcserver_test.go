@@ -1,13 +1,11 @@
 package rpcserver_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,27 +24,11 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/toolwire/toolwire/internal/testkit"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestServerSpansAndLogLinesCarryTheTrace calls a server whose handler
 // panics, from a client inside a span: the server span continues the
@@ -62,7 +44,7 @@ func TestServerSpansAndLogLinesCarryTheTrace(t *testing.T) {
 		_ = tp.Shutdown(context.Background())
 	})
 
-	var logs syncBuffer
+	var logs testkit.Buffer
 	// A plain handler: New adds the trace ids itself.
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	srv := rpcserver.New(log, grpc.UnknownServiceHandler(func(any, grpc.ServerStream) error { panic("boom") }))

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +22,7 @@ import (
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	orchv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
+	"github.com/toolwire/toolwire/internal/testkit"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 	"github.com/toolwire/toolwire/test/tracing/jaegertest"
@@ -64,7 +63,7 @@ func TestComposeConversationTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runID := randomID(t)
+	runID := testkit.RandomHex(t, 6)
 	contexts := t.TempDir()
 	ports := jaegertest.FreePorts(t, 4)
 	d := &deployment{
@@ -376,7 +375,7 @@ func (d *deployment) run(limit time.Duration, args ...string) (string, error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w after %v", ctx.Err(), limit)
 		}
-		return stdout.String(), fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, tail(stderr.String()+stdout.String(), 6000))
+		return stdout.String(), fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, testkit.Tail(stderr.String()+stdout.String(), 6000))
 	}
 	return strings.TrimSpace(stdout.String()), nil
 }
@@ -426,7 +425,7 @@ func runIn(dir string, env []string, limit time.Duration, name string, args ...s
 	cmd.Dir = dir
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(string(out), 6000))
+		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, testkit.Tail(string(out), 6000))
 	}
 	return nil
 }
@@ -457,20 +456,4 @@ func step(t *testing.T, what string, fn func() error) {
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-}
-
-func randomID(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 5)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
 }

@@ -23,6 +23,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/toolwire/toolwire/internal/testkit"
 )
 
 // baseImage is what scripts/base-image builds.
@@ -228,7 +230,7 @@ func setup() (*fixture, error) {
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("%v\n%s", err, tail(out.String(), 4000))
+				return fmt.Errorf("%v\n%s", err, testkit.Tail(out.String(), 4000))
 			}
 			return nil
 		})
@@ -294,7 +296,7 @@ func (f *fixture) start(ctx context.Context, name string, dockerArgs []string, t
 	addr := ip + ":7070"
 	if err := f.waitServing(ctx, name, addr); err != nil {
 		logs, _ := dockerAll(ctx, "logs", name)
-		return "", fmt.Errorf("%w\ncontainer logs:\n%s", err, tail(logs, 4000))
+		return "", fmt.Errorf("%w\ncontainer logs:\n%s", err, testkit.Tail(logs, 4000))
 	}
 	return addr, nil
 }
@@ -396,14 +398,6 @@ func dockerAll(ctx context.Context, args ...string) (string, error) {
 	return string(out), err
 }
 
-// tail returns the last n bytes of s.
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
-}
-
 // toolResult is one tool_result block printed by toolsvc call.
 type toolResult struct {
 	ToolUseID string          `json:"tool_use_id"`
@@ -465,7 +459,7 @@ func (f *fixture) tryRun(t *testing.T, o callOpts, name string, input any) (call
 		if ctx.Err() != nil {
 			err = fmt.Errorf("no result after %v: toolsvc hangs", callLimit)
 		}
-		return callResult{}, fmt.Errorf("toolsvc call %s %s: %v\n%s", name, in, err, tail(stderr.String(), 2000))
+		return callResult{}, fmt.Errorf("toolsvc call %s %s: %v\n%s", name, in, err, testkit.Tail(stderr.String(), 2000))
 	}
 	var rs []toolResult
 	if err := json.Unmarshal(stdout.Bytes(), &rs); err != nil || len(rs) != 1 {
@@ -505,11 +499,11 @@ func (f *fixture) bash(t *testing.T, command string, timeoutMS int) callResult {
 func wantError(t *testing.T, r callResult, wants ...string) {
 	t.Helper()
 	if !r.IsError {
-		t.Errorf("is_error is false, want true; content:\n%s", tail(r.Content, 2000))
+		t.Errorf("is_error is false, want true; content:\n%s", testkit.Tail(r.Content, 2000))
 	}
 	for _, w := range wants {
 		if !strings.Contains(r.Content, w) {
-			t.Errorf("content lacks %q:\n%s", w, tail(r.Content, 2000))
+			t.Errorf("content lacks %q:\n%s", w, testkit.Tail(r.Content, 2000))
 		}
 	}
 }
@@ -518,7 +512,7 @@ func wantError(t *testing.T, r callResult, wants ...string) {
 func wantOK(t *testing.T, r callResult) {
 	t.Helper()
 	if r.IsError {
-		t.Fatalf("call failed:\n%s", tail(r.Content, 2000))
+		t.Fatalf("call failed:\n%s", testkit.Tail(r.Content, 2000))
 	}
 }
 

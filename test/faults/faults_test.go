@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/toolwire/toolwire/internal/testkit"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 )
 
@@ -87,7 +88,7 @@ func newScenario(t *testing.T) *scenario {
 			out, _ := exec.Command("ls", "-laR", sc.root).CombinedOutput()
 			t.Logf("workspace:\n%s", out)
 			tr, _ := exec.Command("sh", "-c", "cat "+sc.sessions+"/*.jsonl").CombinedOutput()
-			t.Logf("transcripts:\n%s", tail(string(tr), 4000))
+			t.Logf("transcripts:\n%s", testkit.Tail(string(tr), 4000))
 		}
 	})
 	return sc

@@ -2,7 +2,6 @@ package faults_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -24,6 +23,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/internal/testkit"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 )
 
@@ -130,14 +130,14 @@ func (h *host) restore() { ip(h.t, "link", "set", h.outside, "up") }
 // still running.
 type proc struct {
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *testkit.Buffer
 	done chan struct{}
 	err  error
 }
 
 func startProc(t *testing.T, cmd *exec.Cmd) *proc {
 	t.Helper()
-	p := &proc{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, logs: &testkit.Buffer{}, done: make(chan struct{})}
 	if cmd.Stderr == nil {
 		cmd.Stderr = p.logs
 	}
@@ -150,7 +150,7 @@ func startProc(t *testing.T, cmd *exec.Cmd) *proc {
 		p.signal(syscall.SIGKILL)
 		<-p.done
 		if t.Failed() {
-			t.Logf("log of %s:\n%s", strings.Join(cmd.Args, " "), tail(p.logs.String(), 6000))
+			t.Logf("log of %s:\n%s", strings.Join(cmd.Args, " "), testkit.Tail(p.logs.String(), 6000))
 		}
 	})
 	return p
@@ -266,24 +266,6 @@ func converse(t *testing.T, apiURL, sessions, prompt string, args ...string) *co
 	return c
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and readers at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // logTime returns when a JSON log line whose msg contains text was
 // written, and whether there is one.
 func logTime(logs, text string) (time.Time, bool) {
@@ -309,12 +291,4 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// tail returns the last n bytes of s.
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
 }

@@ -3,8 +3,6 @@ package tracing_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/toolwire/toolwire/internal/testkit"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
@@ -48,7 +47,7 @@ const traceWait = 90 * time.Second
 func TestConversationTrace(t *testing.T) {
 	jaeger := jaegertest.Start(t)
 	bin := buildBinaries(t)
-	runID := randomID(t)
+	runID := testkit.RandomHex(t, 6)
 	// A resource attribute from the standard variable: every span must
 	// carry it.
 	resourceAttrs := "toolwire.test.run=" + runID
@@ -90,7 +89,7 @@ func TestConversationTrace(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := runBounded(cmd, 2*time.Minute); err != nil {
-		t.Fatalf("orchestrator -p: %v\nstdout: %s\nstderr: %s", err, stdout.String(), tail(stderr.String(), 4000))
+		t.Fatalf("orchestrator -p: %v\nstdout: %s\nstderr: %s", err, stdout.String(), testkit.Tail(stderr.String(), 4000))
 	}
 	var res struct {
 		Subtype   string `json:"subtype"`
@@ -104,7 +103,7 @@ func TestConversationTrace(t *testing.T) {
 	}
 	if res.Subtype != "success" || res.IsError || res.Result != spancontract.FinalText || res.SessionID == "" ||
 		res.NumTurns != len(spancontract.Requests) {
-		t.Fatalf("result = %+v\nstderr: %s", res, tail(stderr.String(), 4000))
+		t.Fatalf("result = %+v\nstderr: %s", res, testkit.Tail(stderr.String(), 4000))
 	}
 	checkConversation(t, fake, root)
 
@@ -310,7 +309,7 @@ func startToolsvc(t *testing.T, bin, root string, env []string) string {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(jaegertest.FreePorts(t, 1)[0]))
 	cmd := exec.Command(bin, "serve", "--listen", addr, "--insecure", "--root", root, "--log-format", "json")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -322,7 +321,7 @@ func startToolsvc(t *testing.T, bin, root string, env []string) string {
 			t.Errorf("toolsvc: %v", err)
 		}
 		if t.Failed() {
-			t.Logf("toolsvc log:\n%s", tail(logs.String(), 8000))
+			t.Logf("toolsvc log:\n%s", testkit.Tail(logs.String(), 8000))
 		}
 	})
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -333,7 +332,7 @@ func startToolsvc(t *testing.T, bin, root string, env []string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := rpcserver.WaitServing(ctx, conn, "toolwire.executor.v1.ExecutorService"); err != nil {
-		t.Fatalf("toolsvc at %s not serving: %v\nlog:\n%s", addr, err, tail(logs.String(), 4000))
+		t.Fatalf("toolsvc at %s not serving: %v\nlog:\n%s", addr, err, testkit.Tail(logs.String(), 4000))
 	}
 	return addr
 }
@@ -370,38 +369,4 @@ func runBounded(cmd *exec.Cmd, limit time.Duration) error {
 		<-done
 		return fmt.Errorf("still running after %v: killed", limit)
 	}
-}
-
-// syncBuffer is a bytes.Buffer a child may write while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func randomID(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 6)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
 }

@@ -1,0 +1,51 @@
+// Package testkit holds small helpers that many of the repository's tests
+// share: a buffer that a child process or logger may write while the test
+// reads it, the end of a long log for a failure message, and random ids.
+package testkit
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"testing"
+)
+
+// Buffer is a bytes.Buffer safe for concurrent writers and readers.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Tail returns the last n bytes of s, marked as cut when it is longer.
+func Tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// RandomHex returns n random bytes in hex, for names that must not collide
+// with another run's.
+func RandomHex(t testing.TB, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
