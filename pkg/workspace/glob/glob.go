@@ -65,28 +65,23 @@ func Compile(pattern string, opts ...Option) (*Pattern, error) {
 
 // requiredLiteral returns the longest run of characters without glob
 // syntax inside one segment of segs. A segment can only match a name that
-// contains it, so neither can a path.
+// contains it, so neither can a path. Only the part of a segment before
+// its first character class or escape is read: the rules of classes
+// ("[]a]", "[\\]]", "[!a]") and escapes are the matcher's, and a
+// shorter literal is only a weaker filter.
 func requiredLiteral(segs []string) string {
 	best := ""
 	for _, seg := range segs {
 		if seg == "**" {
 			continue
 		}
-		start := 0
-		for i := 0; i <= len(seg); i++ {
-			if i < len(seg) && !strings.ContainsRune(`*?[\`, rune(seg[i])) {
-				continue
+		if k := strings.IndexAny(seg, `[\`); k >= 0 {
+			seg = seg[:k]
+		}
+		for _, run := range strings.FieldsFunc(seg, func(r rune) bool { return r == '*' || r == '?' }) {
+			if len(run) > len(best) {
+				best = run
 			}
-			if i-start > len(best) {
-				best = seg[start:i]
-			}
-			if i < len(seg) && seg[i] == '[' {
-				// Skip the class: its characters are alternatives.
-				if j := strings.IndexByte(seg[i+1:], ']'); j >= 0 {
-					i += j + 1
-				}
-			}
-			start = i + 1
 		}
 	}
 	return best

@@ -114,6 +114,8 @@ func TestExpandBraces(t *testing.T) {
 func FuzzMatch(f *testing.F) {
 	f.Add("**/*.{go,md}", "a/b/c.go")
 	f.Add("[a-", "x")
+	f.Add(`[\]0]`, "0")      // an escaped ] inside a class is not its end
+	f.Add("[]a]x*y", "ax-y") // nor is a ] first in the class
 	f.Fuzz(func(t *testing.T, pattern, name string) {
 		p, err := Compile(pattern, MatchDot())
 		if err != nil {
@@ -152,8 +154,11 @@ func TestRequiredLiteral(t *testing.T) {
 			}
 		}
 	}
-	if got := requiredLiteral(splitSegments("**/a[bc]defg/x*yz")); got != "defg" {
-		t.Errorf("requiredLiteral = %q, want %q", got, "defg")
+	// Only the text before a segment's first class or escape counts.
+	for pat, want := range map[string]string{"**/a[bc]defg/x*yz": "yz", `[\]0]`: "", "ab[]c]": "ab", `x\*yz`: "x"} {
+		if got := requiredLiteral(splitSegments(pat)); got != want {
+			t.Errorf("requiredLiteral(%q) = %q, want %q", pat, got, want)
+		}
 	}
 }
 
