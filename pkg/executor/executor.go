@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/queue"
+	"github.com/toolwire/toolwire/pkg/schema"
 	"github.com/toolwire/toolwire/pkg/settings"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
@@ -75,7 +77,7 @@ type Config struct {
 // Executor owns the tools and the sessions of one toolsvc.
 type Executor struct {
 	cfg   Config
-	tools map[string]tool.Tool
+	tools map[string]*registered
 	log   *slog.Logger
 	tel   *telemetry
 
@@ -102,13 +104,13 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	tools := make(map[string]tool.Tool, len(cfg.Tools))
+	tools := make(map[string]*registered, len(cfg.Tools))
 	for _, t := range cfg.Tools {
-		name := t.Spec().Name
-		if _, dup := tools[name]; dup {
-			return nil, fmt.Errorf("executor: tool %q registered twice", name)
+		r := register(t)
+		if _, dup := tools[r.spec.Name]; dup {
+			return nil, fmt.Errorf("executor: tool %q registered twice", r.spec.Name)
 		}
-		tools[name] = t
+		tools[r.spec.Name] = r
 	}
 	tel, err := newTelemetry(cfg.TraceContent || traceContentFromEnv())
 	if err != nil {
@@ -121,15 +123,40 @@ func New(cfg Config) (*Executor, error) {
 func (e *Executor) Tools() []tool.Spec {
 	var specs []tool.Spec
 	for _, t := range e.tools {
-		if s := t.Spec(); !s.Hidden {
-			specs = append(specs, s)
+		if !t.spec.Hidden {
+			specs = append(specs, t.spec)
 		}
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs
 }
 
-func (e *Executor) lookup(name string) tool.Tool { return e.tools[name] }
+func (e *Executor) lookup(name string) *registered { return e.tools[name] }
+
+// registered is a tool with what every call of it needs, worked out once:
+// its spec and its compiled input schema.
+type registered struct {
+	tool.Tool
+	spec      tool.Spec
+	schema    *schema.Schema
+	schemaErr error // the schema does not compile: the tool is at fault
+}
+
+func register(t tool.Tool) *registered {
+	r := &registered{Tool: t, spec: t.Spec()}
+	if r.schema, r.schemaErr = schema.Compile(r.spec.InputSchema); r.schemaErr != nil {
+		r.schemaErr = fmt.Errorf("tool %s: %w", r.spec.Name, r.schemaErr)
+	}
+	return r
+}
+
+// validate parses input and checks it against the tool's schema.
+func (r *registered) validate(input string) (json.RawMessage, error) {
+	if r.schemaErr != nil {
+		return nil, r.schemaErr
+	}
+	return r.schema.Validate(r.spec.Name, input)
+}
 
 // OpenRequest starts a session.
 type OpenRequest struct {

@@ -118,7 +118,7 @@ func hookVerdict(behavior permission.Behavior, decidedBy string) permissionVerdi
 // (which the rules then judge again), ask, or allow — and a hook's allow
 // answers a question only the mode would have asked, never an ask rule.
 func (g *gate) before(ctx context.Context, s *Session, c *call) (json.RawMessage, permissionVerdict, *tool.Result) {
-	spec := c.tool.Spec()
+	spec := c.tool.spec
 	policy := g.currentPolicy()
 	d := policy.Decide(g.request(s, spec, c.input))
 	if d.Behavior == permission.Deny {
@@ -196,7 +196,7 @@ func clientVerdict(rule string, granted bool) permissionVerdict {
 
 // refuse logs a refused call and returns what before returns for it.
 func (g *gate) refuse(ctx context.Context, s *Session, c *call, v permissionVerdict, res *tool.Result) (json.RawMessage, permissionVerdict, *tool.Result) {
-	s.log.InfoContext(ctx, "call refused", "tool_use_id", c.use.ID, "tool", c.tool.Spec().Name, "decided_by", v.decidedBy, "outcome", res.FinalOutcome().String())
+	s.log.InfoContext(ctx, "call refused", "tool_use_id", c.use.ID, "tool", c.tool.spec.Name, "decided_by", v.decidedBy, "outcome", res.FinalOutcome().String())
 	return nil, v, res
 }
 
@@ -239,7 +239,7 @@ func (g *gate) request(s *Session, spec tool.Spec, input json.RawMessage) permis
 // ask sends a permission request and waits for the answer. It returns nil
 // when the call may run, else the Result that refuses it.
 func (g *gate) ask(ctx context.Context, s *Session, c *call, input json.RawMessage, reason, suggestion string) *tool.Result {
-	name := c.tool.Spec().Name
+	name := c.tool.spec.Name
 	d, err := s.awaitDecision(ctx, PermissionRequest{
 		ToolUseID: c.use.ID, ToolName: name, Input: string(input), Reason: reason, SuggestedRule: suggestion,
 	})
@@ -268,7 +268,7 @@ func (g *gate) after(ctx context.Context, s *Session, c *call, input json.RawMes
 	if !g.hooks.Has(hook.PostToolUse) {
 		return res
 	}
-	spec := c.tool.Spec()
+	spec := c.tool.spec
 	out := g.runHooks(ctx, s, hook.PostToolUse, hook.Input{
 		SessionID: s.id, Cwd: s.env.Cwd(), ToolName: spec.Name, ToolUseID: c.use.ID,
 		ToolInput: input, ToolResponse: toolResponse(res), PermissionMode: string(g.currentPolicy().Mode()),

@@ -20,6 +20,11 @@ const (
 	progressStall = 50 * time.Millisecond
 	// maxProgressWait bounds one wait for room, however the reader moves.
 	maxProgressWait = time.Second
+	// lifecycleHold is how long a call's Accepted and Started wait for its
+	// next event. A call that ends sooner reaches the client in one burst
+	// with its Result, and a call that waits or runs longer is reported
+	// that much later: the events carry the time they happened.
+	lifecycleHold = time.Millisecond
 )
 
 // outbox numbers a session's events and hands them to one reader at a time.
@@ -28,9 +33,16 @@ const (
 // waits while the reader keeps taking events (so a client that keeps up
 // gets every byte) but is dropped and counted once the reader stalls (so a
 // slow client never makes memory grow or the call wait long).
+//
+// Accepted and Started are held for up to lifecycleHold, until their call's
+// next event comes: most calls end within that time, and then the reader
+// wakes once and sends the three events together instead of waking three
+// times (every wake-up of the reader, of gRPC's writer and of the client
+// costs more than the work of a short call). A call's events keep their
+// order; events of different calls may pass held ones.
 type outbox struct {
 	mu       sync.Mutex // guards the fields below
-	pending  []*Event
+	pending  []queued
 	progress map[string]*pendingProgress // the pending Progress event of each call
 	stalled  map[string]bool             // calls dropping progress until their pending event is taken
 	lastMove time.Time                   // when the reader last took an event, or events became pending
@@ -40,9 +52,37 @@ type outbox struct {
 	lostUpTo uint64 // highest sequence number of a trimmed non-progress event
 	closed   bool
 	wake     chan struct{}
+	held     map[string]int // held events of each call
+	timer    *time.Timer    // wakes the reader when a held event is due
+	timerDue time.Time      // when timer fires; zero when it is not armed
 
 	stall   time.Duration // progressStall; tests change it
 	maxWait time.Duration // maxProgressWait
+	hold    time.Duration // lifecycleHold; tests change it
+}
+
+// queued is a pending event. An event with a due time is held until then
+// or until its call's next event comes.
+type queued struct {
+	ev  *Event
+	due time.Time
+}
+
+// callOf returns the call an event belongs to, "" for session events.
+func callOf(ev *Event) string {
+	switch {
+	case ev.Accepted != nil:
+		return ev.Accepted.ToolUseID
+	case ev.Started != nil:
+		return ev.Started.ToolUseID
+	case ev.Progress != nil:
+		return ev.Progress.ToolUseID
+	case ev.PermissionRequest != nil:
+		return ev.PermissionRequest.ToolUseID
+	case ev.Result != nil:
+		return ev.Result.ToolUseID
+	}
+	return ""
 }
 
 // pendingProgress is a call's Progress event waiting to be sent.
@@ -53,16 +93,93 @@ type pendingProgress struct {
 
 func newOutbox() *outbox {
 	return &outbox{progress: make(map[string]*pendingProgress), stalled: make(map[string]bool), wake: make(chan struct{}, 1),
-		stall: progressStall, maxWait: maxProgressWait}
+		held: make(map[string]int), stall: progressStall, maxWait: maxProgressWait, hold: lifecycleHold}
 }
 
-// appendLocked queues ev.
+// appendLocked queues ev. Accepted and Started are held; any other event
+// of a call first releases what is held of it, and an AbortAck releases
+// everything held, so that it never overtakes what it acknowledges.
 func (o *outbox) appendLocked(ev *Event) {
+	now := time.Now()
 	if len(o.pending) == 0 {
-		o.lastMove = time.Now()
+		o.lastMove = now
 	}
-	o.pending = append(o.pending, ev)
+	if id := callOf(ev); (ev.Accepted != nil || ev.Started != nil) && o.hold > 0 && id != "" {
+		due := now.Add(o.hold)
+		o.pending = append(o.pending, queued{ev: ev, due: due})
+		o.held[id]++
+		o.armLocked(due)
+		return
+	}
+	if ev.AbortAck != nil {
+		o.releaseLocked(func(string) bool { return true })
+	} else if id := callOf(ev); id != "" && o.held[id] > 0 {
+		o.releaseLocked(func(held string) bool { return held == id })
+	}
+	o.pending = append(o.pending, queued{ev: ev})
 	o.signalLocked()
+}
+
+// releaseLocked ends the hold of the held events of every call match
+// accepts.
+func (o *outbox) releaseLocked(match func(id string) bool) {
+	for i := range o.pending {
+		q := &o.pending[i]
+		if q.due.IsZero() {
+			continue
+		}
+		if id := callOf(q.ev); match(id) {
+			q.due = time.Time{}
+			delete(o.held, id)
+		}
+	}
+}
+
+// armLocked makes sure the reader is woken by due.
+func (o *outbox) armLocked(due time.Time) {
+	if !o.timerDue.IsZero() && !o.timerDue.After(due) {
+		return
+	}
+	o.timerDue = due
+	d := time.Until(due)
+	if o.timer == nil {
+		o.timer = time.AfterFunc(d, o.timerFired)
+		return
+	}
+	o.timer.Reset(d)
+}
+
+func (o *outbox) timerFired() {
+	o.mu.Lock()
+	o.timerDue = time.Time{}
+	o.signalLocked()
+	o.mu.Unlock()
+}
+
+// takeLocked removes and returns the first pending event that may go: not
+// held, or held past its due time (which also releases the rest of its
+// call). After close nothing is held. It arms the timer for the earliest
+// held event when none may go.
+func (o *outbox) takeLocked() *Event {
+	now := time.Now()
+	for i, q := range o.pending {
+		if !q.due.IsZero() && !o.closed && now.Before(q.due) {
+			continue
+		}
+		if !q.due.IsZero() {
+			if id := callOf(q.ev); o.held[id] > 0 {
+				o.releaseLocked(func(held string) bool { return held == id })
+			}
+		}
+		copy(o.pending[i:], o.pending[i+1:])
+		o.pending[len(o.pending)-1] = queued{}
+		o.pending = o.pending[:len(o.pending)-1]
+		return q.ev
+	}
+	if len(o.pending) > 0 {
+		o.armLocked(o.pending[0].due) // all held; the first is due first
+	}
+	return nil
 }
 
 func (o *outbox) signalLocked() {
@@ -152,10 +269,7 @@ func (o *outbox) waitTakenLocked(pp *pendingProgress, d time.Duration) {
 func (o *outbox) next(ctx context.Context) (*Event, error) {
 	for {
 		o.mu.Lock()
-		if len(o.pending) > 0 {
-			ev := o.pending[0]
-			o.pending[0] = nil
-			o.pending = o.pending[1:]
+		if ev := o.takeLocked(); ev != nil {
 			o.lastMove = time.Now()
 			if ev.Progress != nil {
 				id := ev.Progress.ToolUseID
@@ -169,7 +283,7 @@ func (o *outbox) next(ctx context.Context) (*Event, error) {
 			o.mu.Unlock()
 			return ev, nil
 		}
-		closed := o.closed
+		closed := o.closed && len(o.pending) == 0
 		o.mu.Unlock()
 		if closed {
 			return nil, ErrSessionClosed
@@ -199,7 +313,10 @@ func (o *outbox) numberLocked(ev *Event) {
 // event if there is no progress left.
 func (o *outbox) trimLocked() {
 	for i, ev := range o.log {
-		if ev.Progress != nil && o.logBytes > maxLogProgressBytes {
+		if o.logBytes <= maxLogProgressBytes {
+			break // over the count only: the oldest event goes
+		}
+		if ev.Progress != nil {
 			o.logBytes -= len(ev.Progress.Output)
 			o.log = append(o.log[:i], o.log[i+1:]...)
 			return
@@ -250,6 +367,10 @@ func (o *outbox) lastSeq() uint64 {
 func (o *outbox) close() {
 	o.mu.Lock()
 	o.closed = true
+	if o.timer != nil {
+		o.timer.Stop()
+		o.timerDue = time.Time{}
+	}
 	for _, pp := range o.progress {
 		if pp.taken != nil {
 			close(pp.taken)

@@ -55,7 +55,7 @@ var (
 // call is one tool_use moving through the pipeline.
 type call struct {
 	use      ToolUse
-	tool     tool.Tool // nil for an unknown tool
+	tool     *registered // nil for an unknown tool
 	input    json.RawMessage
 	inputErr error
 	safe     bool
@@ -151,16 +151,15 @@ func (s *Session) Submit(ctx context.Context, use ToolUse) error {
 		s.finish(c, time.Time{}, tool.UseError(tool.OutcomeUnknownTool, schema.UnknownTool(use.Name)))
 		return nil
 	}
-	spec := c.tool.Spec()
-	c.input, c.inputErr = schema.Validate(spec.Name, spec.InputSchema, use.Input)
+	c.input, c.inputErr = c.tool.validate(use.Input)
 	c.safe = c.inputErr == nil && isConcurrencySafe(c.tool, c.input)
 	s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID, ConcurrencySafe: c.safe}})
 	s.q.Add(queue.Job{ID: use.ID, Group: use.MessageID, Safe: c.safe, Run: func(ctx context.Context) { s.run(ctx, c) }})
 	return nil
 }
 
-func isConcurrencySafe(t tool.Tool, input json.RawMessage) bool {
-	switch t.Spec().Concurrency {
+func isConcurrencySafe(t *registered, input json.RawMessage) bool {
+	switch t.spec.Concurrency {
 	case tool.ConcurrencyAlways:
 		return true
 	case tool.ConcurrencyDependsOnInput:
@@ -244,7 +243,7 @@ func (s *Session) permission(ctx context.Context, c *call) (json.RawMessage, str
 
 // execute validates, authorises and runs a call that left the queue.
 func (s *Session) execute(ctx context.Context, c *call) *tool.Result {
-	name := c.tool.Spec().Name
+	name := c.tool.spec.Name
 	if res := s.validate(ctx, c); res != nil {
 		return res
 	}
@@ -301,7 +300,7 @@ func (s *Session) finish(c *call, started time.Time, res *tool.Result) {
 	cr := &CallResult{ToolUseID: c.use.ID, ToolName: c.use.Name, Result: res,
 		ReceivedAt: c.received, StartedAt: started, FinishedAt: time.Now()}
 	if c.tool != nil {
-		cr.ToolName = c.tool.Spec().Name
+		cr.ToolName = c.tool.spec.Name
 	}
 	tel := s.ex.tel
 	if !started.IsZero() {

@@ -247,7 +247,7 @@ func (c *call) metricToolName() string {
 	if c.tool == nil {
 		return otherTool
 	}
-	return c.tool.Spec().Name
+	return c.tool.spec.Name
 }
 
 // resultText is the content of a result as text: text blocks as they are,

@@ -92,9 +92,7 @@ func (p *Process) waitLoop() {
 	// Whatever the first process left behind dies with it; that also
 	// closes the output pipe for readers.
 	tagGone := true
-	if p.cg != nil && p.cg.kill() {
-		p.cg.waitEmpty()
-	} else {
+	if p.cg == nil || !p.cg.end() {
 		unix.Kill(-p.proc.Pid, unix.SIGKILL)
 		if p.tag != nil {
 			tagGone = killAll(p.tagged, sessionEndTimeout)
@@ -103,15 +101,17 @@ func (p *Process) waitLoop() {
 	p.killOnce.Do(func() {})
 	reapOrphans()
 	unregisterCall(p.key, p.proc.Pid)
-	if p.cg != nil {
-		p.cg.remove()
-	}
 	if tagGone {
 		// Only once no process carries the mark may another call get it.
 		p.tag.Release()
 	}
 	p.closeStdin()
 	close(p.done)
+	// Tidying up after the call is not the caller's wait; the runner's
+	// Close still waits for it.
+	if p.cg != nil {
+		p.r.cg.recycle(p.cg)
+	}
 }
 
 // stdinFile returns the file the child gets as stdin.

@@ -145,6 +145,7 @@ func NewRunner(cfg Config, workspace, tempDir string) (_ *Runner, err error) {
 		}
 		if cg.unified != "" || cg.v1Pids != "" || cg.v1Memory != "" {
 			r.cg = cg
+			cg.prepare(cfg.Limits)
 		}
 	}
 	// Without a cgroup to kill, a session user's calls are marked with a
@@ -433,9 +434,6 @@ func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) 
 	proc, err := r.sp.start(req)
 	if p.stdinChild != nil {
 		p.stdinChild.Close()
-	}
-	if p.cg != nil {
-		p.cg.close()
 	}
 	if err != nil {
 		unregisterCall(p.key, 0)

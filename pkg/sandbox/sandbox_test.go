@@ -180,6 +180,43 @@ func TestKillTree(t *testing.T) {
 	}
 }
 
+// Calls of a runner reuse the cgroups of calls before them that ended on
+// their own; a call killed through its cgroup must not pass anything on to
+// the calls after it (the kernel may kill processes cloned into a cgroup
+// that was killed before).
+func TestCallsAfterKilledCallsRun(t *testing.T) {
+	for cfgName, cfg := range configs {
+		t.Run(cfgName, func(t *testing.T) {
+			r := newRunner(t, cfg)
+			for i := range 12 {
+				switch i % 3 {
+				case 0: // killed while its tree runs
+					p, err := r.Start(context.Background(), sandbox.Cmd{Args: []string{"/bin/bash", "-c", "sleep 30 & sleep 30"}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					p.Kill()
+					if code, _ := p.Wait(); code != 137 {
+						t.Fatalf("call %d: killed call exited %d, want 137", i, code)
+					}
+					p.Output().Close()
+				case 1: // leaves a child behind, which dies with it
+					if out, code := run(t, r, "sleep 30 & echo left"); out != "left\n" || code != 0 {
+						t.Fatalf("call %d: got %q exit %d", i, out, code)
+					}
+				default:
+					if out, code := run(t, r, fmt.Sprintf("echo %d", i)); out != fmt.Sprintf("%d\n", i) || code != 0 {
+						t.Fatalf("call %d: got %q exit %d", i, out, code)
+					}
+				}
+			}
+			if left := sandboxtest.WaitNoDescendants(5 * time.Second); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
+}
+
 func TestWaitEndsLeftovers(t *testing.T) {
 	r := newRunner(t, sandbox.Config{})
 	out, code := run(t, r, "sleep 1000 & setsid sleep 1000 & echo started")
