@@ -80,19 +80,25 @@ func TestBashConcurrencyVerdicts(t *testing.T) {
 	for id, in := range inputs {
 		s.useTool(id, "m-"+id, "Bash", in)
 	}
-	verdict := map[string]bool{}
+	// Each Accepted comes before its call's Result, or with it.
+	verdict, results := map[string]bool{}, 0
 	s.until(func(ev *executorv1.ExecuteResponse) bool {
 		if a := ev.GetAccepted(); a != nil {
 			verdict[a.GetToolUseId()] = a.GetConcurrencySafe()
 		}
-		return len(verdict) == len(inputs)
+		if r := ev.GetResult(); r != nil {
+			if _, ok := verdict[r.GetToolUseId()]; !ok {
+				t.Errorf("result of %s before its Accepted", r.GetToolUseId())
+			}
+			results++
+		}
+		return len(verdict) == len(inputs) && results == len(inputs)
 	})
 	for id, safe := range map[string]bool{"ls": true, "pipe": true, "mkdir": false, "redir": false, "unknown": false, "broken": false} {
 		if verdict[id] != safe {
 			t.Errorf("%s: concurrency-safe %v, want %v", id, verdict[id], safe)
 		}
 	}
-	s.results(len(inputs))
 }
 
 func TestBashCwdPersistsEnvDoesNot(t *testing.T) {

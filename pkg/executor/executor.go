@@ -223,7 +223,7 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 		opts:      opts,
 		gate:      g,
 		q:         queue.New(opts.MaxConcurrency),
-		out:       newOutbox(),
+		out:       newOutbox(e.cfg.Limits.ProgressInterval),
 		log:       e.log.With("session_id", id),
 		calls:     make(map[string]*call),
 		order:     make(map[string]*messageOrder),

@@ -20,11 +20,6 @@ const (
 	progressStall = 50 * time.Millisecond
 	// maxProgressWait bounds one wait for room, however the reader moves.
 	maxProgressWait = time.Second
-	// lifecycleHold is how long a call's Accepted and Started wait for its
-	// next event. A call that ends sooner reaches the client in one burst
-	// with its Result, and a call that waits or runs longer is reported
-	// that much later: the events carry the time they happened.
-	lifecycleHold = time.Millisecond
 )
 
 // outbox numbers a session's events and hands them to one reader at a time.
@@ -34,12 +29,15 @@ const (
 // gets every byte) but is dropped and counted once the reader stalls (so a
 // slow client never makes memory grow or the call wait long).
 //
-// Accepted and Started are held for up to lifecycleHold, until their call's
-// next event comes: most calls end within that time, and then the reader
-// wakes once and sends the three events together instead of waking three
-// times (every wake-up of the reader, of gRPC's writer and of the client
-// costs more than the work of a short call). A call's events keep their
-// order; events of different calls may pass held ones.
+// Accepted and Started are reported at the pace of progress: they wait for
+// their call's next event, at most one progress interval (hold). Most calls
+// end within that time, and then the reader wakes once and sends the three
+// events together instead of waking three times, and so does the client;
+// for a short call each of those wake-ups costs more than the call's own
+// work, and a call sharing the CPUs with them runs slower. A call that
+// waits or runs longer is reported that much later; the events carry the
+// time they happened. A call's events keep their order; events of
+// different calls may pass held ones.
 type outbox struct {
 	mu       sync.Mutex // guards the fields below
 	pending  []queued
@@ -58,7 +56,7 @@ type outbox struct {
 
 	stall   time.Duration // progressStall; tests change it
 	maxWait time.Duration // maxProgressWait
-	hold    time.Duration // lifecycleHold; tests change it
+	hold    time.Duration // how long Accepted and Started wait for their call's next event
 }
 
 // queued is a pending event. An event with a due time is held until then
@@ -91,9 +89,11 @@ type pendingProgress struct {
 	taken chan struct{} // closed when the reader takes ev; made by the first waiter
 }
 
-func newOutbox() *outbox {
+// newOutbox returns an outbox that holds Accepted and Started for up to
+// hold (none when hold is 0).
+func newOutbox(hold time.Duration) *outbox {
 	return &outbox{progress: make(map[string]*pendingProgress), stalled: make(map[string]bool), wake: make(chan struct{}, 1),
-		held: make(map[string]int), stall: progressStall, maxWait: maxProgressWait, hold: lifecycleHold}
+		held: make(map[string]int), stall: progressStall, maxWait: maxProgressWait, hold: hold}
 }
 
 // appendLocked queues ev. Accepted and Started are held; any other event

@@ -11,7 +11,7 @@ func progress(id string, n int) *Event {
 }
 
 func TestOutboxMergesPendingProgressAndCountsDrops(t *testing.T) {
-	o := newOutbox()
+	o := newOutbox(0)
 	o.pushProgress(progress("a", 100))
 	o.push(&Event{Accepted: &Accepted{ToolUseID: "b"}})
 	o.pushProgress(progress("a", maxPendingProgress)) // merged into the first; overflows
@@ -32,7 +32,7 @@ func TestOutboxMergesPendingProgressAndCountsDrops(t *testing.T) {
 }
 
 func TestOutboxReplay(t *testing.T) {
-	o := newOutbox()
+	o := newOutbox(0)
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
 		o.push(&Event{Accepted: &Accepted{}})
@@ -61,7 +61,7 @@ func TestOutboxReplay(t *testing.T) {
 }
 
 func TestOutboxCloseDrainsThenEnds(t *testing.T) {
-	o := newOutbox()
+	o := newOutbox(0)
 	o.push(&Event{Accepted: &Accepted{}})
 	o.close()
 	o.push(&Event{Accepted: &Accepted{}}) // dropped: closed
@@ -77,7 +77,7 @@ func TestOutboxCloseDrainsThenEnds(t *testing.T) {
 // A reader that keeps taking events gets every byte: the writer waits for
 // room instead of dropping.
 func TestOutboxProgressWaitsForAReaderThatKeepsUp(t *testing.T) {
-	o := newOutbox()
+	o := newOutbox(0)
 	o.stall = time.Hour // the reader below never stalls, however loaded the machine
 	o.pushProgress(progress("a", maxPendingProgress))
 	done := make(chan struct{})
@@ -101,7 +101,7 @@ func TestOutboxProgressWaitsForAReaderThatKeepsUp(t *testing.T) {
 // A reader that takes nothing makes progress drop, counted, instead of
 // holding up the writer.
 func TestOutboxProgressDropsForAStalledReader(t *testing.T) {
-	o := newOutbox()
+	o := newOutbox(0)
 	o.stall = 0
 	o.pushProgress(progress("a", maxPendingProgress))
 	o.pushProgress(progress("a", 100))
@@ -123,7 +123,7 @@ func TestOutboxProgressDropsForAStalledReader(t *testing.T) {
 
 // Closing the outbox releases a writer waiting for room.
 func TestOutboxCloseReleasesProgressWriter(t *testing.T) {
-	o := newOutbox()
+	o := newOutbox(0)
 	o.stall, o.maxWait = time.Hour, time.Hour
 	o.pushProgress(progress("a", maxPendingProgress))
 	done := make(chan struct{})
@@ -134,4 +134,83 @@ func TestOutboxCloseReleasesProgressWriter(t *testing.T) {
 	}()
 	o.close()
 	<-done
+}
+
+func accepted(id string) *Event { return &Event{Accepted: &Accepted{ToolUseID: id}} }
+func started(id string) *Event  { return &Event{Started: &Started{ToolUseID: id}} }
+func result(id string) *Event   { return &Event{Result: &CallResult{ToolUseID: id}} }
+
+// describe names an event for failure messages: kind and call.
+func describe(ev *Event) string {
+	switch {
+	case ev == nil:
+		return "none"
+	case ev.Accepted != nil:
+		return "accepted " + ev.Accepted.ToolUseID
+	case ev.Started != nil:
+		return "started " + ev.Started.ToolUseID
+	case ev.Progress != nil:
+		return "progress " + ev.Progress.ToolUseID
+	case ev.Result != nil:
+		return "result " + ev.Result.ToolUseID
+	case ev.AbortAck != nil:
+		return "abort ack"
+	}
+	return "other"
+}
+
+// expectEvents takes len(want) events and compares them with want, then
+// checks that nothing else may go yet.
+func expectEvents(t *testing.T, o *outbox, want ...string) {
+	t.Helper()
+	for i, w := range want {
+		ev, err := o.next(context.Background())
+		if err != nil {
+			t.Fatalf("event %d: %v, want %s", i, err, w)
+		}
+		if got := describe(ev); got != w {
+			t.Fatalf("event %d is %s, want %s", i, got, w)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if ev, err := o.next(ctx); err == nil {
+		t.Fatalf("after %v: %s may go too, want it held", want, describe(ev))
+	}
+}
+
+// Accepted and Started wait for their call's next event and then go out
+// with it, in order; other calls' events pass them meanwhile.
+func TestOutboxHoldsLifecycleEventsForTheCallsNextEvent(t *testing.T) {
+	o := newOutbox(time.Hour)
+	o.push(accepted("a"))
+	o.push(started("a"))
+	o.push(accepted("b"))
+	o.push(started("b"))
+	expectEvents(t, o) // all held
+	o.push(result("a"))
+	expectEvents(t, o, "accepted a", "started a", "result a")
+	o.pushProgress(progress("b", 10))
+	expectEvents(t, o, "accepted b", "started b", "progress b")
+	o.push(accepted("c"))
+	o.push(accepted("d"))
+	o.push(&Event{AbortAck: &AbortAck{ToolUseIDs: []string{"c"}}})
+	expectEvents(t, o, "accepted c", "accepted d", "abort ack")
+}
+
+// A held event goes out on its own once the hold ends, and at once when the
+// outbox closes.
+func TestOutboxReleasesHeldEventsInTime(t *testing.T) {
+	o := newOutbox(5 * time.Millisecond)
+	o.push(accepted("a"))
+	o.push(started("a"))
+	expectEvents(t, o, "accepted a", "started a")
+
+	o = newOutbox(time.Hour)
+	o.push(accepted("b"))
+	o.close()
+	expectEvents(t, o, "accepted b")
+	if _, err := o.next(context.Background()); err != ErrSessionClosed {
+		t.Fatalf("after the drain: %v, want ErrSessionClosed", err)
+	}
 }
