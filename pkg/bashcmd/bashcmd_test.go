@@ -1,6 +1,7 @@
 package bashcmd
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -344,11 +345,48 @@ func FuzzCommands(f *testing.F) {
 	})
 }
 
+// BenchmarkReadOnly parses a new line each time (a comment makes it new),
+// which is what a call's first analysis costs; later ones hit the cache.
 func BenchmarkReadOnly(b *testing.B) {
-	line := `git log --oneline -20 | grep -i fix | head -5 && ls -la src 2>/dev/null`
+	i := 0
 	for b.Loop() {
+		i++
+		line := fmt.Sprintf("git log --oneline -20 | grep -i fix | head -5 && ls -la src 2>/dev/null # %d", i)
 		if !ReadOnly(line) {
 			b.Fatal("not read-only")
 		}
+	}
+}
+
+// A line parsed again gives the same Script (or error) without parsing it
+// again; the cache forgets the oldest lines and never holds long ones.
+func TestParseRemembersRecentLines(t *testing.T) {
+	first, err := Parse("ls -la && cat go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := Parse("ls -la && cat go.mod"); again != first {
+		t.Error("a repeated line was parsed again")
+	}
+	if _, err := Parse("echo 'open"); err == nil {
+		t.Fatal("unterminated quote parsed")
+	} else if _, again := Parse("echo 'open"); again == nil || again.Error() != err.Error() {
+		t.Errorf("repeated bad line: error %v, want %v", again, err)
+	}
+	for i := range parseCacheLines {
+		if _, err := Parse(fmt.Sprintf("echo %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if again, _ := Parse("ls -la && cat go.mod"); again == first {
+		t.Errorf("the oldest line is still remembered after %d newer ones", parseCacheLines)
+	}
+	long := "echo " + strings.Repeat("x", parseCacheLineLen)
+	a, _ := Parse(long)
+	if b, _ := Parse(long); a == b || len(a.Commands) != 1 {
+		t.Error("a line over the length limit was remembered, or misparsed")
+	}
+	if len(recent.m) > parseCacheLines || len(recent.order) != len(recent.m) {
+		t.Errorf("cache holds %d lines (%d in order), want at most %d", len(recent.m), len(recent.order), parseCacheLines)
 	}
 }

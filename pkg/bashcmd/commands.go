@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -90,15 +91,66 @@ type Script struct {
 }
 
 // Parse parses line as Bash and returns its commands and effects. It fails
-// only when line is not valid Bash.
+// only when line is not valid Bash. The Script may be shared with other
+// callers that parsed the same line: do not change it.
 func Parse(line string) (*Script, error) {
+	if s, err, ok := recent.get(line); ok {
+		return s, err
+	}
 	f, err := parse(line)
 	if err != nil {
+		recent.put(line, nil, err)
 		return nil, err
 	}
 	s := &Script{}
 	s.walk(f, resolver{src: line}, frame{}, 0)
+	recent.put(line, s, nil)
 	return s, nil
+}
+
+// recent remembers the last lines parsed: one Bash call is parsed when it
+// arrives (may it run in parallel?) and again when its permission is
+// judged, and models repeat commands.
+var recent = parseCache{m: make(map[string]parsed)}
+
+const (
+	parseCacheLines   = 128  // lines remembered
+	parseCacheLineLen = 4096 // longer lines are not remembered
+)
+
+type parsed struct {
+	script *Script
+	err    error
+}
+
+type parseCache struct {
+	mu    sync.Mutex
+	m     map[string]parsed
+	order []string // oldest first
+}
+
+func (c *parseCache) get(line string) (*Script, error, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.m[line]
+	return p.script, p.err, ok
+}
+
+func (c *parseCache) put(line string, s *Script, err error) {
+	if len(line) > parseCacheLineLen {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[line]; ok {
+		return
+	}
+	if len(c.order) >= parseCacheLines {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.m[line] = parsed{s, err}
+	c.order = append(c.order, line)
 }
 
 // Commands parses line as Bash and returns every simple command in it, in
