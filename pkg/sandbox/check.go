@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,10 +52,32 @@ func Check(cfg Config) error {
 			missing = append(missing, fmt.Sprintf("allowed path: %v", err))
 		}
 	}
+	missing = append(missing, rlimitsAboveHard(cfg.Limits)...)
 	if len(missing) > 0 {
 		return fmt.Errorf("sandbox: cannot enforce the configured policy: %s", strings.Join(missing, "; "))
 	}
 	return nil
+}
+
+// rlimitsAboveHard names the limits applied as rlimits that ask for more
+// than the hard limit toolsvc itself runs with. A child's hard limit can
+// only be lowered, so every call would fail to start.
+func rlimitsAboveHard(l Limits) []string {
+	var out []string
+	check := func(what string, res int, want uint64) {
+		var own unix.Rlimit
+		if want == 0 || unix.Getrlimit(res, &own) != nil || own.Max == unix.RLIM_INFINITY || want <= own.Max {
+			return
+		}
+		out = append(out, fmt.Sprintf("%s of %d is above the hard limit of %d that toolsvc runs with (%s): raise that (ulimit -H) or ask for less",
+			what, want, own.Max, rlimitName(res)))
+	}
+	if l.CPUTime > 0 {
+		check("a CPU time limit in seconds", unix.RLIMIT_CPU, uint64((l.CPUTime+time.Second-1)/time.Second)+1)
+	}
+	check("a file size limit", unix.RLIMIT_FSIZE, uint64(max(l.FileSize, 0)))
+	check("an open files limit", unix.RLIMIT_NOFILE, uint64(max(l.OpenFiles, 0)))
+	return out
 }
 
 // probeNetns creates a network namespace and brings its loopback up, as a

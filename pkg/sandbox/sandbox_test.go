@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 )
@@ -435,6 +437,25 @@ print("forked", "under" if n < 16 else "over")'`, "forked under\n", 0},
 				t.Errorf("got %q exit %d, want %q exit %d", out, code, c.want, c.code)
 			}
 		})
+	}
+}
+
+// A limit a child could only get by raising its hard limit would make every
+// call fail; Check says so at start instead.
+func TestCheckRefusesLimitsAboveTheHardLimit(t *testing.T) {
+	var own unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &own); err != nil {
+		t.Fatal(err)
+	}
+	if own.Max == unix.RLIM_INFINITY || own.Max >= 1<<30 {
+		t.Skipf("open files hard limit %d leaves nothing above it to ask for", own.Max)
+	}
+	err := sandbox.Check(sandbox.Config{Limits: sandbox.Limits{OpenFiles: int(own.Max) + 1}})
+	if err == nil || !strings.Contains(err.Error(), "open files limit") || !strings.Contains(err.Error(), fmt.Sprint(own.Max)) {
+		t.Fatalf("Check with an open files limit over the hard limit %d: %v", own.Max, err)
+	}
+	if err := sandbox.Check(sandbox.Config{Limits: sandbox.Limits{OpenFiles: int(own.Max)}}); err != nil {
+		t.Fatalf("Check with the hard limit itself: %v", err)
 	}
 }
 
