@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -27,6 +28,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	config := executorFlags(fs)
+	sessionProcs := fs.Uint64("session-processes", sandbox.DefaultSessionProcesses, "processes each tool user (each session's, with --session-uids) may have at once, fork bombs included (RLIMIT_NPROC, inherited by every tool process; set only when toolsvc runs as root; never raised above what toolsvc was started with; 0: leave it)")
 	security := rpcauth.RegisterServerFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: toolsvc serve [flags]\n\nServes ExecutorService (gRPC) until SIGTERM or SIGINT.\n\nFlags:\n")
@@ -55,6 +57,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg.Logger = log
 	if err := sandbox.BecomeSubreaper(); err != nil {
 		return fmt.Errorf("become child subreaper: %w", err)
+	}
+	if os.Geteuid() == 0 {
+		n, err := sandbox.LimitUserProcesses(*sessionProcs)
+		if err != nil {
+			return err
+		}
+		log.Info("processes per tool user", "limit", n)
 	}
 	secure, err := security.ServerOptions(*listen)
 	if err != nil {
