@@ -1956,7 +1956,9 @@ func (x *Limits) GetMaxOutputMemoryBytes() uint64 {
 	return 0
 }
 
-// Accepted acknowledges a ToolUse.
+// Accepted acknowledges a ToolUse. Like Started, it waits for its call's
+// next event, at most one progress interval, and goes out just before it:
+// a short call arrives as one burst. The event's time says when it happened.
 type Accepted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The call.
@@ -2021,7 +2023,7 @@ func (x *Accepted) GetDuplicate() bool {
 	return false
 }
 
-// Started says a call began to run.
+// Started says a call began to run. It is held like Accepted.
 type Started struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The call.
