@@ -188,20 +188,25 @@ func (s *Session) run(ctx context.Context, c *call) {
 	ctx = trace.ContextWithSpan(ctx, c.span)
 	tel := s.ex.tel
 	var started time.Time
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.ErrorContext(ctx, "tool panicked", "tool", c.use.Name, "tool_use_id", c.use.ID, "panic", v)
-			s.finish(c, started, panicResult(c.use.Name, v))
-		}
+	// end counts an aborted call, then sends its Result: whoever sees the
+	// Result sees the count.
+	end := func(res *tool.Result) {
 		var ac *abortCause
 		if ctx.Err() != nil && errors.As(context.Cause(ctx), &ac) {
 			tel.aborts.Add(ctx, 1, tel.with(attrsKey{k1: keyToolName, v1: c.metricToolName(), k2: keyAbortReason, v2: ac.reason.String()}))
+		}
+		s.finish(c, started, res)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.ErrorContext(ctx, "tool panicked", "tool", c.use.Name, "tool_use_id", c.use.ID, "panic", v)
+			end(panicResult(c.use.Name, v))
 		}
 	}()
 	if ctx.Err() != nil {
 		_, wait := tel.tracer.Start(ctx, spanQueueWait, trace.WithTimestamp(c.received))
 		wait.End()
-		s.finish(c, started, interruptedResult(context.Cause(ctx)))
+		end(interruptedResult(context.Cause(ctx)))
 		return
 	}
 	started = time.Now()
@@ -211,7 +216,7 @@ func (s *Session) run(ctx context.Context, c *call) {
 	tel.queueWait.Record(ctx, started.Sub(c.received).Seconds(), toolName)
 	tel.inFlight.Add(ctx, 1, toolName)
 	s.out.push(&Event{Time: started, Started: &Started{ToolUseID: c.use.ID, QueueWait: started.Sub(c.received)}})
-	s.finish(c, started, s.execute(ctx, c))
+	end(s.execute(ctx, c))
 }
 
 // validate runs the checks of a call that left the queue under a validate

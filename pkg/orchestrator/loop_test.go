@@ -20,6 +20,20 @@ func writeFile(path, content string) error { return os.WriteFile(path, []byte(co
 
 // processesWith returns the pids of processes whose command line has an
 // argument equal to arg.
+// processesGone waits a few seconds for the processes with argument arg to
+// be gone and returns those still there. A killed process can be listed for
+// a moment after its call's Result, which comes as soon as the kill is sent.
+func processesGone(arg string) []string {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids := processesWith(arg)
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return pids
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func processesWith(arg string) []string {
 	entries, _ := os.ReadDir("/proc")
 	var pids []string
@@ -301,7 +315,7 @@ func TestInterruptDuringRunningTool(t *testing.T) {
 	if last.Content[len(last.Content)-1].Text != "[Request interrupted by user]" {
 		t.Fatalf("no interruption note: %+v", last.Content)
 	}
-	if pids := processesWith("29.7531"); len(pids) > 0 {
+	if pids := processesGone("29.7531"); len(pids) > 0 {
 		t.Fatalf("the interrupted command still runs: pids %v", pids)
 	}
 
@@ -643,7 +657,7 @@ func TestInterruptDuringStream(t *testing.T) {
 	if r := results["toolu_run"]; !isError(r) {
 		t.Fatalf("result = %+v", r)
 	}
-	if pids := processesWith("27.9135"); len(pids) > 0 {
+	if pids := processesGone("27.9135"); len(pids) > 0 {
 		t.Fatalf("the aborted command still runs: pids %v", pids)
 	}
 }
