@@ -192,8 +192,10 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 		// Abort: kill the tree and return at once. The runner reaps it, and
 		// the goroutines reading output and reporting progress end on their
 		// own; the reporter makes sure no progress goes out after Run.
+		// Closing the output waits for its reader to let go, so that
+		// happens beside the Result rather than before it.
 		p.Abort()
-		p.Output().Close()
+		go p.Output().Close()
 		close(abortProgress)
 		close(stopProgress)
 		reporter.close()
