@@ -116,6 +116,12 @@ func newHost(t *testing.T) *host {
 	ip(t, "-n", h.ns, "addr", "add", h.addr+"/30", "dev", inside)
 	ip(t, "-n", h.ns, "link", "set", inside, "up")
 	ip(t, "-n", h.ns, "link", "set", "lo", "up")
+	// While the link is down its connected route is gone; this route, below
+	// it in preference, drops what would otherwise leave by the default
+	// route for whatever answers there, as a partition does.
+	subnet := fmt.Sprintf("10.213.%d.0/30", n)
+	ip(t, "route", "add", "blackhole", subnet, "metric", "4000")
+	t.Cleanup(func() { _ = exec.Command("ip", "route", "del", "blackhole", subnet, "metric", "4000").Run() })
 	return h
 }
 
