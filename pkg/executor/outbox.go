@@ -43,7 +43,7 @@ type outbox struct {
 	pending  []queued
 	progress map[string]*pendingProgress // the pending Progress event of each call
 	stalled  map[string]bool             // calls dropping progress until their pending event is taken
-	lastMove time.Time                   // when the reader last took an event, or events became pending
+	lastMove time.Time                   // when the reader last took an event, or an event became ready for it
 	log      []*Event                    // sent events, oldest first, for replay
 	logBytes int
 	seq      uint64
@@ -101,15 +101,17 @@ func newOutbox(hold time.Duration) *outbox {
 // everything held, so that it never overtakes what it acknowledges.
 func (o *outbox) appendLocked(ev *Event) {
 	now := time.Now()
-	if len(o.pending) == 0 {
-		o.lastMove = now
-	}
 	if id := callOf(ev); (ev.Accepted != nil || ev.Started != nil) && o.hold > 0 && id != "" {
 		due := now.Add(o.hold)
 		o.pending = append(o.pending, queued{ev: ev, due: due})
 		o.held[id]++
 		o.armLocked(due)
 		return
+	}
+	// The reader has been idle, not slow, until now if nothing waited for
+	// it: held events do not count.
+	if !o.anyReadyLocked() {
+		o.lastMove = now
 	}
 	if ev.AbortAck != nil {
 		o.releaseLocked(func(string) bool { return true })
@@ -118,6 +120,16 @@ func (o *outbox) appendLocked(ev *Event) {
 	}
 	o.pending = append(o.pending, queued{ev: ev})
 	o.signalLocked()
+}
+
+// anyReadyLocked reports whether a pending event may go at once.
+func (o *outbox) anyReadyLocked() bool {
+	for _, q := range o.pending {
+		if q.due.IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseLocked ends the hold of the held events of every call match

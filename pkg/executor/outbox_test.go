@@ -214,3 +214,51 @@ func TestOutboxReleasesHeldEventsInTime(t *testing.T) {
 		t.Fatalf("after the drain: %v, want ErrSessionClosed", err)
 	}
 }
+
+// Events held back do not count as waiting for the reader: a call's first
+// progress after a long hold finds a reader that was idle, not stalled, and
+// its output waits for it instead of being dropped.
+func TestOutboxHeldEventsDoNotMakeTheReaderLookStalled(t *testing.T) {
+	o := newOutbox(time.Hour)
+	o.stall, o.maxWait = time.Minute, time.Minute
+	o.push(accepted("a"))
+	o.mu.Lock()
+	o.lastMove = time.Now().Add(-time.Hour) // held that long
+	o.mu.Unlock()
+	o.pushProgress(progress("a", maxPendingProgress))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.pushProgress(progress("a", maxPendingProgress)) // waits: the pending event is full
+	}()
+	// Read only once the writer waits for room, or has given up waiting.
+	for waiting := false; !waiting; {
+		select {
+		case <-done:
+			waiting = true
+		default:
+			o.mu.Lock()
+			pp := o.progress["a"]
+			waiting = pp != nil && pp.taken != nil
+			o.mu.Unlock()
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if ev, _ := o.next(context.Background()); ev.Accepted == nil {
+		t.Fatalf("first event %s, want the Accepted released by the progress", describe(ev))
+	}
+	for i := range 2 {
+		ev, err := o.next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ev.Progress
+		if p == nil {
+			t.Fatalf("event %d is %s, want progress", i, describe(ev))
+		}
+		if len(p.Output) != maxPendingProgress || p.Dropped != 0 {
+			t.Fatalf("progress %d: %d bytes, %d dropped; want all %d bytes", i, len(p.Output), p.Dropped, maxPendingProgress)
+		}
+	}
+	<-done
+}
