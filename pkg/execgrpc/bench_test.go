@@ -40,7 +40,13 @@ type benchEnv struct {
 
 func newBenchEnv(b *testing.B, backend string) *benchEnv {
 	b.Helper()
-	root := sandboxtest.Dir(b)
+	return serveBench(b, sandboxtest.Dir(b), backend)
+}
+
+// serveBench serves a real executor on root on loopback TCP, with every
+// call allowed, and dials it with dial on top of plaintext credentials.
+func serveBench(b *testing.B, root, backend string, dial ...grpc.DialOption) *benchEnv {
+	b.Helper()
 	ex, err := execsvc.New(execsvc.Config{Root: root, MaxConcurrency: 32, Sandbox: sandbox.Config{Backend: backend},
 		Operator: settings.Settings{Permissions: settings.Permissions{DefaultMode: permission.ModeBypass}}})
 	if err != nil {
@@ -52,8 +58,12 @@ func newBenchEnv(b *testing.B, backend string) *benchEnv {
 	}
 	srv := rpcserver.New(nil)
 	executorv1.RegisterExecutorServiceServer(srv.Server, execgrpc.NewServer(ex, nil))
-	go func() { _ = srv.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(lis)
+	}()
+	conn, err := grpc.NewClient(lis.Addr().String(), append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dial...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,6 +71,7 @@ func newBenchEnv(b *testing.B, backend string) *benchEnv {
 		ex.Close()
 		_ = conn.Close()
 		srv.Stop()
+		<-done
 	}}
 }
 

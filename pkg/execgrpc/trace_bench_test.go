@@ -3,7 +3,6 @@ package execgrpc_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -19,16 +18,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
-	"github.com/toolwire/toolwire/pkg/execgrpc"
-	"github.com/toolwire/toolwire/pkg/execsvc"
-	"github.com/toolwire/toolwire/pkg/permission"
-	"github.com/toolwire/toolwire/pkg/rpcserver"
-	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
-	"github.com/toolwire/toolwire/pkg/settings"
 	"github.com/toolwire/toolwire/pkg/telemetry"
 )
 
@@ -155,31 +147,6 @@ func installBenchTelemetry(b *testing.B, mode string) func() {
 // orchestrator's, carries its trace context in gRPC metadata.
 func tracedBenchServer(b *testing.B, root string) (executorv1.ExecutorServiceClient, func()) {
 	b.Helper()
-	ex, err := execsvc.New(execsvc.Config{Root: root, Sandbox: sandbox.Config{Backend: "none"},
-		Operator: settings.Settings{Permissions: settings.Permissions{DefaultMode: permission.ModeBypass}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := rpcserver.New(nil)
-	executorv1.RegisterExecutorServiceServer(srv.Server, execgrpc.NewServer(ex, nil))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithStatsHandler(otelgrpc.NewClientHandler()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return executorv1.NewExecutorServiceClient(conn), func() {
-		ex.Close()
-		_ = conn.Close()
-		srv.Stop()
-		<-done
-	}
+	e := serveBench(b, root, "none", grpc.WithStatsHandler(otelgrpc.NewClientHandler()))
+	return e.client, e.close
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -73,7 +72,7 @@ func rlimitsAboveHard(l Limits) []string {
 			what, want, own.Max, rlimitName(res)))
 	}
 	if l.CPUTime > 0 {
-		check("a CPU time limit in seconds", unix.RLIMIT_CPU, uint64((l.CPUTime+time.Second-1)/time.Second)+1)
+		check("a CPU time limit in seconds", unix.RLIMIT_CPU, cpuSeconds(l.CPUTime)+1) // +1: the hard limit spawnOne sets
 	}
 	check("a file size limit", unix.RLIMIT_FSIZE, uint64(max(l.FileSize, 0)))
 	check("an open files limit", unix.RLIMIT_NOFILE, uint64(max(l.OpenFiles, 0)))

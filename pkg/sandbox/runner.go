@@ -251,11 +251,14 @@ func (r *Runner) writeAccountFiles() ([]bindFile, error) {
 
 // rlimitsFor lists the per-process limits, including the fallbacks for
 // limits no cgroup controller enforces.
+// cpuSeconds is a CPU time limit as RLIMIT_CPU counts it: whole seconds,
+// rounded up.
+func cpuSeconds(d time.Duration) uint64 { return uint64((d + time.Second - 1) / time.Second) }
+
 func (r *Runner) rlimitsFor(l Limits) []rlimit {
 	var out []rlimit
 	if l.CPUTime > 0 {
-		secs := uint64((l.CPUTime + 999_999_999) / 1_000_000_000)
-		out = append(out, rlimit{unix.RLIMIT_CPU, secs})
+		out = append(out, rlimit{unix.RLIMIT_CPU, cpuSeconds(l.CPUTime)})
 	}
 	if l.FileSize > 0 {
 		out = append(out, rlimit{unix.RLIMIT_FSIZE, uint64(l.FileSize)})

@@ -51,33 +51,14 @@ func TestSharedUIDPoolClaimsRange(t *testing.T) {
 	// of its own.
 	base := 409600 + int(claimRuns.Add(1))*8192
 	held := sandbox.UIDRange{First: base, Last: base + 2047}
-	helper := exec.Command(os.Args[0], "-test.run=^$")
-	helper.Env = append(os.Environ(), claimHelperEnv+"="+held.String())
-	stdin, err := helper.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := helper.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := helper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	if !strings.HasPrefix(line, "claimed ") {
-		stdin.Close()
-		helper.Wait()
-		t.Fatalf("helper: %q", line)
-	}
+	_, release := startClaimHelper(t, held)
 
 	overlapping := sandbox.UIDRange{First: base + 1500, Last: base + 2999}
-	_, err = sandbox.SharedUIDPool(overlapping)
+	_, err := sandbox.SharedUIDPool(overlapping)
 	if !errors.Is(err, sandbox.ErrUIDRangeTaken) || !strings.Contains(err.Error(), "--session-uids") {
 		t.Errorf("overlapping claim: %v, want ErrUIDRangeTaken naming --session-uids", err)
 	}
-	stdin.Close()
-	if err := helper.Wait(); err != nil {
+	if err := release(); err != nil {
 		t.Fatalf("helper: %v", err)
 	}
 
@@ -98,28 +79,8 @@ func TestSharedUIDPoolClaimsRange(t *testing.T) {
 // block of its own, so their session users never coincide.
 func TestSharedUIDPoolDefaultRangeSplits(t *testing.T) {
 	def := sandbox.DefaultSessionUIDs
-	helper := exec.Command(os.Args[0], "-test.run=^$")
-	helper.Env = append(os.Environ(), claimHelperEnv+"="+def.String())
-	stdin, err := helper.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := helper.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := helper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stdin.Close()
-		helper.Wait()
-	}()
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	var theirs int
-	if _, err := fmt.Sscanf(line, "claimed %d", &theirs); err != nil {
-		t.Fatalf("helper: %q", line)
-	}
+	theirs, release := startClaimHelper(t, def)
+	defer release()
 	p, err := sandbox.SharedUIDPool(def)
 	if err != nil {
 		t.Fatalf("default range with another process on it: %v", err)
@@ -133,4 +94,34 @@ func TestSharedUIDPoolDefaultRangeSplits(t *testing.T) {
 	if ours/1024 == theirs/1024 || ours < def.First || ours > def.Last {
 		t.Errorf("ids %d (ours) and %d (the other process's) share a block or leave %s", ours, theirs, def)
 	}
+}
+
+// startClaimHelper starts this test binary as another process that claims
+// r and holds it until release, which waits for it to exit. It returns the
+// first id of the process's claim.
+func startClaimHelper(t *testing.T, r sandbox.UIDRange) (first int, release func() error) {
+	t.Helper()
+	helper := exec.Command(os.Args[0], "-test.run=^$")
+	helper.Env = append(os.Environ(), claimHelperEnv+"="+r.String())
+	stdin, err := helper.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	release = func() error {
+		stdin.Close()
+		return helper.Wait()
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if _, err := fmt.Sscanf(line, "claimed %d", &first); err != nil {
+		release()
+		t.Fatalf("helper: %q", line)
+	}
+	return first, release
 }

@@ -208,11 +208,7 @@ func TestLinkCutWithinRetention(t *testing.T) {
 	waitFor(t, 30*time.Second, "the first Bash call to start", started(sc.root, s.rounds[0][2].id))
 	h.cut()
 	cutAt := time.Now()
-	waitFor(t, 60*time.Second, "the orchestrator to notice the dead link", func() bool {
-		_, ok := logTime(conv.proc.logs.String(), "executor stream broke")
-		return ok
-	})
-	noticed, _ := logTime(conv.proc.logs.String(), "executor stream broke")
+	noticed := waitLog(t, 60*time.Second, conv.proc, "executor stream broke")
 	t.Logf("dead link noticed after %v", noticed.Sub(cutAt).Round(100*time.Millisecond))
 	time.Sleep(time.Second)
 	h.restore()
@@ -241,10 +237,7 @@ func TestLinkCutBeyondRetention(t *testing.T) {
 	conv := sc.run(s, "beyond", ex.addr(), "--resume-window", "2m")
 	waitFor(t, 30*time.Second, "the first Bash call to start", started(sc.root, s.rounds[0][2].id))
 	h.cut()
-	waitFor(t, 60*time.Second, "the executor to expire the session", func() bool {
-		_, ok := logTime(ex.proc.logs.String(), "session expired")
-		return ok
-	})
+	waitLog(t, 60*time.Second, ex.proc, "session expired")
 	h.restore()
 	if code := conv.proc.wait(t, 120*time.Second); code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, conv.finalText(), conv.proc.logs.String())
@@ -303,10 +296,7 @@ func TestDrainingExecutorOfPool(t *testing.T) {
 		draining, other = b, a
 	}
 	draining.proc.signal(syscall.SIGTERM)
-	waitFor(t, 10*time.Second, "the executor to start draining", func() bool {
-		_, ok := logTime(draining.proc.logs.String(), "draining")
-		return ok
-	})
+	waitLog(t, 10*time.Second, draining.proc, "draining")
 
 	second := newScript("drainB", 1, 1, 0.1)
 	convB := sc.run(second, "drainB", pool)

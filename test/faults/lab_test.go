@@ -288,6 +288,19 @@ func logTime(logs, text string) (time.Time, bool) {
 }
 
 // waitFor polls cond every 20 ms until it holds or limit passes.
+// waitLog waits up to limit for a log record of p whose message contains
+// text and returns its time.
+func waitLog(t *testing.T, limit time.Duration, p *proc, text string) time.Time {
+	t.Helper()
+	var at time.Time
+	waitFor(t, limit, fmt.Sprintf("%q in the log", text), func() bool {
+		var ok bool
+		at, ok = logTime(p.logs.String(), text)
+		return ok
+	})
+	return at
+}
+
 func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
