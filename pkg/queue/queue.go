@@ -13,7 +13,12 @@ package queue
 import (
 	"context"
 	"sync"
+	"time"
 )
+
+// workerIdle is how long a worker that finished a job waits for the next
+// one before it ends.
+const workerIdle = 5 * time.Second
 
 // Job is one unit of work.
 type Job struct {
@@ -35,6 +40,14 @@ const (
 	running
 )
 
+// A worker is a goroutine that runs jobs one after another. A job that
+// starts on a worker finds the stack the earlier ones grew, where a new
+// goroutine per job grew its stack again on every call; and when a job's
+// end lets the next one start, the same goroutine goes on with it.
+type worker struct {
+	next chan *entry // the next job, handed over under the queue's lock
+}
+
 type entry struct {
 	job    Job
 	state  state
@@ -50,6 +63,8 @@ type Queue struct {
 	mu      sync.Mutex // guards the fields below
 	entries []*entry   // queued and running jobs, in the order they were added
 	closed  error
+	idle    []*worker     // workers waiting for a job, most recent last
+	quit    chan struct{} // closed by Close: idle workers end
 	wg      sync.WaitGroup
 }
 
@@ -58,7 +73,7 @@ func New(max int) *Queue {
 	if max < 1 {
 		max = 1
 	}
-	return &Queue{max: max}
+	return &Queue{max: max, quit: make(chan struct{})}
 }
 
 // Add queues j and starts it if the rules allow. If the queue is closed, j
@@ -98,6 +113,7 @@ func (q *Queue) Close(cause error) {
 	q.mu.Lock()
 	if q.closed == nil {
 		q.closed = cause
+		close(q.quit)
 	}
 	for _, e := range q.entries {
 		e.cancel(cause)
@@ -149,15 +165,56 @@ func (q *Queue) canStartLocked(safe bool) bool {
 
 func (q *Queue) startLocked(e *entry) {
 	e.state = running
+	if n := len(q.idle); n > 0 {
+		w := q.idle[n-1]
+		q.idle = q.idle[:n-1]
+		w.next <- e
+		return
+	}
 	q.wg.Add(1)
-	go func() {
-		defer q.wg.Done()
-		defer q.finish(e)
-		e.job.Run(e.ctx)
-	}()
+	go q.work(e)
 }
 
-func (q *Queue) finish(e *entry) {
+// work runs e, then every job handed to it, until it has been idle for
+// workerIdle or the queue closes.
+func (q *Queue) work(e *entry) {
+	defer q.wg.Done()
+	w := &worker{next: make(chan *entry, 1)}
+	timer := time.NewTimer(workerIdle)
+	defer timer.Stop()
+	for e != nil {
+		e.job.Run(e.ctx)
+		switch q.finish(e, w) {
+		case handedOver:
+			// The job's end started the next one here.
+			e = <-w.next
+			continue
+		case retired:
+			return
+		}
+		timer.Reset(workerIdle)
+		select {
+		case e = <-w.next:
+		case <-timer.C:
+			e = q.retire(w)
+		case <-q.quit:
+			e = q.retire(w)
+		}
+	}
+}
+
+// What a worker does after its job: run the next one it was handed, wait
+// for one, or end.
+const (
+	handedOver = iota
+	waiting
+	retired
+)
+
+// finish removes a job that has run, offers w for the next one unless the
+// queue is closed, and starts what the rules now allow. It returns what w
+// does next.
+func (q *Queue) finish(e *entry, w *worker) int {
 	e.cancel(nil)
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -167,5 +224,28 @@ func (q *Queue) finish(e *entry) {
 			break
 		}
 	}
+	if q.closed != nil {
+		q.scheduleLocked()
+		return retired
+	}
+	q.idle = append(q.idle, w)
 	q.scheduleLocked()
+	if len(w.next) > 0 {
+		return handedOver
+	}
+	return waiting
+}
+
+// retire takes idle worker w off the idle list so that it can end. If a
+// job was handed to it meanwhile, it returns that job instead.
+func (q *Queue) retire(w *worker) *entry {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, x := range q.idle {
+		if x == w {
+			q.idle = append(q.idle[:i], q.idle[i+1:]...)
+			return nil
+		}
+	}
+	return <-w.next
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -200,6 +203,87 @@ func TestEveryJobRunsExactlyOnce(t *testing.T) {
 	for i := range 200 {
 		if c := count[fmt.Sprint(i)]; c != 1 {
 			t.Fatalf("job %d ran %d times", i, c)
+		}
+	}
+}
+
+// goroutineID returns the id of the calling goroutine, from its stack
+// header ("goroutine N [running]:").
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	f := strings.Fields(string(buf))
+	if len(f) < 2 {
+		return ""
+	}
+	return f[1]
+}
+
+// TestWorkersAreReused checks that jobs run one after another share a
+// goroutine (whose stack the first job grew), that a job added after the
+// worker went idle runs, and that Close ends the idle workers (goleak).
+func TestWorkersAreReused(t *testing.T) {
+	q := New(4)
+	ran := make(chan string)
+	for i := range 50 {
+		q.Add(Job{ID: strconv.Itoa(i), Group: "m", Safe: i%3 != 0, Run: func(context.Context) { ran <- goroutineID() }})
+		if id := <-ran; id == "" {
+			t.Fatal("no goroutine id in the stack header")
+		}
+	}
+	// A chain where each job's end starts the next: one goroutine for all.
+	seen := map[string]bool{}
+	var mu sync.Mutex
+	done := make(chan struct{})
+	for i := range 20 {
+		q.Add(Job{ID: "c" + strconv.Itoa(i), Group: "m", Safe: false, Run: func(context.Context) {
+			mu.Lock()
+			seen[goroutineID()] = true
+			mu.Unlock()
+			if i == 19 {
+				close(done)
+			}
+		}})
+	}
+	<-done
+	q.Close(errors.New("done"))
+	if len(seen) > 4 {
+		t.Errorf("20 jobs in a row ran on %d goroutines, want them to share the queue's workers (at most 4)", len(seen))
+	}
+}
+
+// TestEveryJobRunsOnceUnderChurn adds, aborts and closes from many
+// goroutines at once and checks that every job ran exactly once.
+func TestEveryJobRunsOnceUnderChurn(t *testing.T) {
+	q := New(3)
+	var mu sync.Mutex
+	runs := map[string]int{}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				id := fmt.Sprintf("%d-%d", g, i)
+				q.Add(Job{ID: id, Group: strconv.Itoa(i % 5), Safe: i%4 != 0, Run: func(ctx context.Context) {
+					mu.Lock()
+					runs[id]++
+					mu.Unlock()
+				}})
+				if i%7 == 0 {
+					q.Abort(func(_, group string) bool { return group == strconv.Itoa(i%5) }, errors.New("abort"))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	q.Close(errors.New("done"))
+	if len(runs) != 8*200 {
+		t.Errorf("%d jobs ran, want %d", len(runs), 8*200)
+	}
+	for id, n := range runs {
+		if n != 1 {
+			t.Errorf("job %s ran %d times", id, n)
 		}
 	}
 }
