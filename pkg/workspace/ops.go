@@ -341,6 +341,9 @@ func (w *Workspace) open(p Path) (*os.File, fs.FileInfo, Path, error) {
 	if err := w.check(p); err != nil {
 		return nil, nil, Path{}, err
 	}
+	if f, fi, ok, err := w.openDirect(p); ok {
+		return f, fi, p, err
+	}
 	fi, err := p.root.fs.Stat(p.Rel)
 	if w.isEscape(err) {
 		if p, err = w.followLinks(p); err != nil {

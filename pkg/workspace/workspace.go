@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolwire/toolwire/pkg/workspace/glob"
 )
 
@@ -82,6 +84,7 @@ type root struct {
 	real     string // path with symbolic links resolved, when it differs
 	writable bool
 	fs       *os.Root
+	dirfd    int // the directory opened O_PATH for the direct path, or -1
 }
 
 // Root describes one allowed directory.
@@ -122,7 +125,7 @@ func New(cfg Config) (*Workspace, error) {
 		if err != nil {
 			return fmt.Errorf("workspace: open root: %w", err)
 		}
-		r := &root{path: dir, writable: writable, fs: fsys}
+		r := &root{path: dir, writable: writable, fs: fsys, dirfd: openRootDir(dir)}
 		if real != dir {
 			r.real = real
 		}
@@ -183,6 +186,10 @@ func (w *Workspace) Close() error {
 		if r.fs != nil {
 			errs = append(errs, r.fs.Close())
 			r.fs = nil
+		}
+		if r.dirfd >= 0 {
+			errs = append(errs, unix.Close(r.dirfd))
+			r.dirfd = -1
 		}
 	}
 	return errors.Join(errs...)

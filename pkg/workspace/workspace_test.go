@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -683,5 +684,83 @@ func TestNewFileBelongsToItsDirectoryOwner(t *testing.T) {
 	}
 	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65534 || st.Gid != 65534 {
 		t.Fatalf("new file owned by %d:%d, want the directory's 65534:65534", st.Uid, st.Gid)
+	}
+}
+
+// TestDirectOpen checks which opens take the direct path (one openat2 from
+// the root, no links) and that it applies the walk's rules: the deny
+// patterns on the real path, hard links, non-regular files.
+func TestDirectOpen(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "real-project")
+	link := filepath.Join(base, "project")
+	mustMkdir(t, real+"/a/b")
+	mustMkdir(t, real+"/private")
+	mustSymlink(t, real, link)
+	mustWrite(t, real+"/a/b/deep.txt", "deep")
+	mustWrite(t, real+"/private/key", "KEY")
+	mustSymlink(t, "a/b", real+"/to-b")
+	mustWrite(t, real+"/a/twice.txt", "twice")
+	if err := os.Link(real+"/a/twice.txt", real+"/hard.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(real+"/fifo", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The working directory is named through a link; the deny pattern
+	// names the real path only.
+	ws, err := New(Config{Dir: link, Deny: []string{real + "/private/**"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if ws.roots[0].dirfd < 0 {
+		t.Fatal("the root has no descriptor: openat2 is unusable here and the direct path is never taken")
+	}
+	tests := []struct {
+		name   string
+		direct bool
+		check  func(error) bool
+		want   string
+	}{
+		{"a/b/deep.txt", true, nil, "deep"},
+		{"a", true, nil, ""},
+		{"to-b/deep.txt", false, nil, "deep"}, // a link: the walk follows it
+		{"private/key", true, isDenied, ""},   // denied on its real path
+		{"hard.txt", true, isDenied, ""},      // two hard links
+		{"fifo", false, func(err error) bool { return errors.Is(err, ErrNotRegular) }, ""},
+		{"missing.txt", false, func(err error) bool { return errors.Is(err, fs.ErrNotExist) }, ""},
+	}
+	for _, tt := range tests {
+		p, err := ws.Resolve(tt.name, "")
+		if err != nil {
+			t.Fatalf("Resolve(%s): %v", tt.name, err)
+		}
+		f, _, direct, err := ws.openDirect(p)
+		if f != nil {
+			f.Close()
+		}
+		if direct != tt.direct {
+			t.Errorf("%s: direct path %v, want %v (err %v)", tt.name, direct, tt.direct, err)
+		}
+		// Open, whichever path it takes, gives the same answer.
+		f, fi, err := ws.Open(p)
+		switch {
+		case tt.check != nil:
+			if !tt.check(err) {
+				t.Errorf("Open(%s) = %v, want a refusal", tt.name, err)
+			}
+		case err != nil:
+			t.Errorf("Open(%s): %v", tt.name, err)
+		case fi.IsDir():
+		default:
+			data, rerr := io.ReadAll(f)
+			if rerr != nil || string(data) != tt.want {
+				t.Errorf("Open(%s) read %q, %v; want %q", tt.name, data, rerr, tt.want)
+			}
+		}
+		if f != nil {
+			f.Close()
+		}
 	}
 }
