@@ -106,7 +106,7 @@ func (r *Read) readText(ctx context.Context, env *tool.Env, p workspace.Path, f 
 
 	// Keep small files whole, for the read record; stream large ones.
 	var (
-		br      *bufio.Reader
+		src     lineSource
 		head    []byte
 		content string
 		tracked = fi.Size() <= maxTrackedBytes
@@ -117,10 +117,11 @@ func (r *Read) readText(ctx context.Context, env *tool.Env, p workspace.Path, f 
 			return tool.Error(fmt.Sprintf("Could not read %s: %v", p.Abs, err))
 		}
 		content, head = string(data), data[:min(len(data), binarySniffBytes)]
-		br = bufio.NewReaderSize(strings.NewReader(content), 4096)
+		src = &stringLines{rest: content}
 	} else {
-		br = bufio.NewReaderSize(f, 64<<10)
+		br := bufio.NewReaderSize(f, 64<<10)
 		head, _ = br.Peek(binarySniffBytes)
+		src = readerLines{br}
 	}
 	if bytes.IndexByte(head, 0) >= 0 {
 		return tool.UseError(tool.OutcomeInvalidInput, binaryMessage(extension(p.Abs)))
@@ -132,7 +133,7 @@ func (r *Read) readText(ctx context.Context, env *tool.Env, p workspace.Path, f 
 	}
 
 	maxTokens := orDefault(r.MaxTokens, DefaultMaxTokens)
-	sel, err := selectLines(ctx, br, offset, limit, maxTokens*4)
+	sel, err := selectLines(ctx, src, offset, limit, maxTokens*4)
 	if err != nil {
 		return tool.Error(fmt.Sprintf("Could not read %s: %v", p.Abs, err))
 	}
@@ -172,23 +173,54 @@ type selection struct {
 	runes int      // size of the whole range once numbered
 }
 
+// lineSource yields a file's lines in order, each without its "\n"; the
+// text after the last "\n" is a line too, so "a\n" has two lines.
+type lineSource interface {
+	next() (line string, last bool, err error)
+}
+
+// stringLines yields the lines of a text held in memory, as substrings of
+// it.
+type stringLines struct{ rest string }
+
+func (l *stringLines) next() (string, bool, error) {
+	i := strings.IndexByte(l.rest, '\n')
+	if i < 0 {
+		line := l.rest
+		l.rest = ""
+		return line, true, nil
+	}
+	line := l.rest[:i]
+	l.rest = l.rest[i+1:]
+	return line, false, nil
+}
+
+// readerLines yields the lines of a file read as they are needed.
+type readerLines struct{ r *bufio.Reader }
+
+func (l readerLines) next() (string, bool, error) {
+	s, err := l.r.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", false, err
+	}
+	return strings.TrimSuffix(s, "\n"), err != nil, nil
+}
+
 // selectLines reads lines offset .. offset+limit-1 (1-based; limit 0: to the
-// end) from r, counting every line of the file. Lines end at "\n"; a
-// trailing "\r" is dropped; the text after the last "\n" is a line too, so
-// "a\n" has two lines. Once the kept lines pass maxRunes it stops keeping
-// them but goes on measuring.
-func selectLines(ctx context.Context, r *bufio.Reader, offset, limit, maxRunes int) (selection, error) {
+// end) from src, counting every line of the file; a trailing "\r" is
+// dropped from the lines kept. Once the kept lines pass maxRunes it stops
+// keeping them but goes on measuring.
+func selectLines(ctx context.Context, src lineSource, offset, limit, maxRunes int) (selection, error) {
 	var sel selection
 	kept := 0
 	for {
-		s, err := r.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
+		s, last, err := src.next()
+		if err != nil {
 			return sel, err
 		}
-		last := err != nil
 		sel.total++
 		if sel.total >= offset && (limit == 0 || sel.total < offset+limit) {
-			s = strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r")
+			s = strings.TrimSuffix(s, "\r")
 			n := numberWidth(sel.total) + 2 + utf8.RuneCountInString(s)
 			sel.runes += n
 			if kept <= maxRunes {
@@ -223,7 +255,12 @@ func numberWidth(n int) int { return len(strconv.Itoa(n)) }
 // numbered renders lines as "N\tline", numbered from first, like cat -n
 // without the padding.
 func numbered(lines []string, first int) string {
+	size := len(lines) * (numberWidth(first+len(lines)) + 2)
+	for _, l := range lines {
+		size += len(l)
+	}
 	var b strings.Builder
+	b.Grow(size)
 	for i, l := range lines {
 		if i > 0 {
 			b.WriteByte('\n')

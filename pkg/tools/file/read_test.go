@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -289,6 +290,49 @@ func BenchmarkRead1KiB(b *testing.B) {
 		}
 		if res := r.Run(b.Context(), env, in); res.IsError {
 			b.Fatal(res.TextContent())
+		}
+	}
+}
+
+// TestLineSources checks that a file's lines come out the same whether the
+// file is held in memory (files up to maxTrackedBytes) or read as it goes
+// (larger ones), and that both follow the line rules: lines end at "\n",
+// a trailing "\r" is dropped, and the text after the last "\n" is a line.
+func TestLineSources(t *testing.T) {
+	long := strings.Repeat("x", 70<<10) // longer than the reader's buffer
+	cases := []struct {
+		text string
+		want []string
+	}{
+		{"", []string{""}},
+		{"a", []string{"a"}},
+		{"a\n", []string{"a", ""}},
+		{"a\r\nb\r\n", []string{"a", "b", ""}},
+		{"\n\n", []string{"", "", ""}},
+		{"one\ntwo", []string{"one", "two"}},
+		{"cr\rinside\n", []string{"cr\rinside", ""}},
+		{long + "\nend", []string{long, "end"}},
+	}
+	for _, c := range cases {
+		for name, src := range map[string]func() lineSource{
+			"memory": func() lineSource { return &stringLines{rest: c.text} },
+			"reader": func() lineSource { return readerLines{bufio.NewReaderSize(strings.NewReader(c.text), 4096)} },
+		} {
+			sel, err := selectLines(t.Context(), src(), 1, 0, 1<<30)
+			if err != nil {
+				t.Fatalf("%s %.20q: %v", name, c.text, err)
+			}
+			if sel.total != len(c.want) || strings.Join(sel.lines, "|") != strings.Join(c.want, "|") {
+				t.Errorf("%s %.20q: %d lines %.60q, want %d %.60q", name, c.text, sel.total, sel.lines, len(c.want), c.want)
+			}
+			// A range keeps only its lines but counts them all.
+			sel, err = selectLines(t.Context(), src(), 2, 1, 1<<30)
+			if err != nil {
+				t.Fatalf("%s %.20q: %v", name, c.text, err)
+			}
+			if want := c.want[1:min(2, len(c.want))]; sel.total != len(c.want) || strings.Join(sel.lines, "|") != strings.Join(want, "|") {
+				t.Errorf("%s %.20q from line 2: %d lines %.60q, want %d %.60q", name, c.text, sel.total, sel.lines, len(c.want), want)
+			}
 		}
 	}
 }
