@@ -149,7 +149,9 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 		return startError(err)
 	}
 	span.SetAttributes(attribute.Int("process.pid", p.Pid()))
-	capt := newCapture(limits.MaxOutputMemory, func() (*os.File, error) { return createOutputFile(env, outName) })
+	// Output past 4 bytes per inline character is never returned inline
+	// (see successText).
+	capt := newCapture(limits.MaxOutputMemory, 4*limits.MaxOutputChars+4<<10, func() (*os.File, error) { return createOutputFile(env, outName) })
 	growPipe(p.Output())
 	readDone := make(chan struct{})
 	go func() {

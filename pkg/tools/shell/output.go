@@ -56,13 +56,30 @@ type capture struct {
 	full     chan struct{} // signalled when flushPending bytes are unsent
 }
 
-// newCapture returns a capture that keeps memory bytes of the output in
-// memory and calls create for the output file once there are more.
-func newCapture(memory int, create func() (*os.File, error)) *capture {
+// newCapture returns a capture that keeps at most memory bytes of the
+// output in memory and calls create for the output file once there are
+// more. Output longer than inline bytes will not be returned inline, so it
+// goes to the file as soon as it outgrows that (or one pipe read, if
+// more): it would end up there anyway, and a head kept in memory up to
+// memory/2 first costs a big allocation per call.
+func newCapture(memory, inline int, create func() (*os.File, error)) *capture {
 	if memory < 2*readChunk {
 		memory = 2 * readChunk
 	}
-	return &capture{create: create, headCap: memory / 2, tailCap: memory - memory/2, full: make(chan struct{}, 1)}
+	head := min(memory/2, max(inline, readChunk))
+	return &capture{create: create, headCap: head, tailCap: memory - memory/2, full: make(chan struct{}, 1)}
+}
+
+// appendUpTo appends b to buf, which must not grow past limit. When buf
+// must grow it doubles, where append grows a large slice by a quarter and
+// so copies it again and again.
+func appendUpTo(buf, b []byte, limit int) []byte {
+	if need := len(buf) + len(b); need > cap(buf) {
+		grown := make([]byte, len(buf), min(max(2*cap(buf), need, 4<<10), limit))
+		copy(grown, buf)
+		buf = grown
+	}
+	return append(buf, b...)
 }
 
 // readFrom copies r into the capture until EOF or error.
@@ -101,13 +118,13 @@ func (c *capture) write(b []byte) {
 	}
 	if room := c.headCap - len(c.head); room > 0 {
 		k := min(room, len(b))
-		c.head = append(c.head, b[:k]...)
+		c.head = appendUpTo(c.head, b[:k], c.headCap)
 		b = b[k:]
 	}
 	for !c.tailFile && len(b) > 0 {
 		if len(c.tail) < c.tailCap {
 			k := min(c.tailCap-len(c.tail), len(b))
-			c.tail = append(c.tail, b[:k]...)
+			c.tail = appendUpTo(c.tail, b[:k], c.tailCap)
 			b = b[k:]
 			continue
 		}
