@@ -79,7 +79,7 @@ func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
 	fs.IntVar(&c.maxTurns, "max-turns", orchestrator.DefaultMaxTurns, "model requests per user message before the turn stops")
 	fs.IntVar(&c.thinkingBudget, "thinking-budget", 0, "extended thinking budget in tokens (0: off)")
 	fs.StringVar(&c.executor, "executor", "", `executor address: "host:port", "unix:///path", a pool as "host1:port,host2:port" or "dns:///name:port" (every address the name resolves to); empty runs one in-process`)
-	fs.DurationVar(&c.resumeWindow, "resume-window", orchestrator.DefaultResumeWindow, "how long a turn keeps trying to resume a broken executor stream before its unfinished calls are reported interrupted (capped by the executor's --retention)")
+	fs.DurationVar(&c.resumeWindow, "resume-window", orchestrator.DefaultResumeWindow, "how long a turn keeps trying to resume a broken executor stream before its unfinished calls are reported interrupted (capped by the executor's --retention); then, with a single --executor, how long it keeps trying to reach it again")
 	fs.StringVar(&c.settings, "settings", "", "settings file (permissions and hooks, in the shape of Claude Code's settings.json)")
 	fs.StringVar(&c.sessionsDir, "sessions-dir", "", "directory of session transcripts (default $XDG_STATE_HOME/toolwire/sessions or ~/.local/state/toolwire/sessions)")
 	fs.StringVar(&c.root, "root", ".", "workspace root of the in-process executor")

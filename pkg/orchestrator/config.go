@@ -88,7 +88,10 @@ type Config struct {
 	// ResumeWindow is how long a turn whose executor stream broke keeps
 	// trying to resume the executor's session before its unfinished calls
 	// get interrupted results. The executor's own retention (in its Hello)
-	// caps it.
+	// caps it. A session with a single executor (not a pool) that still
+	// cannot reach it afterwards keeps trying for another ResumeWindow
+	// before the turn fails, and opens a new executor session if the old
+	// one is gone.
 	ResumeWindow time.Duration
 	// EventBacklog is how many events per session are kept for clients
 	// that attach late or fall behind.

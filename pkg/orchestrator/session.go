@@ -273,7 +273,11 @@ func (s *Session) connect(ctx context.Context) (*link, []model.Tool, error) {
 	if leaving {
 		err = fmt.Errorf("%w: %s is draining or unreachable", ErrExecutorUnavailable, addr)
 	} else {
+		broken := s.link != nil
 		l, tools, cerr := s.connectTo(ctx, addr)
+		if cerr != nil && broken && !pooled {
+			l, tools, cerr = s.reconnect(ctx, addr, cerr)
+		}
 		if cerr == nil || !pooled || !errors.Is(cerr, ErrExecutorUnavailable) || ctx.Err() != nil {
 			return l, tools, cerr
 		}
@@ -306,6 +310,34 @@ func (s *Session) connect(ctx context.Context) (*link, []model.Tool, error) {
 	}
 	s.link = nil
 	return s.connectTo(ctx, next)
+}
+
+// reconnect keeps trying to reach the session's only executor after its
+// stream broke and a first attempt failed with err: the link may come back
+// after the executor dropped the session (a cut longer than its
+// retention), and then a new session there lets the conversation go on.
+// It tries with backoff for the resume window, then gives up with the last
+// error. linkMu is held.
+func (s *Session) reconnect(ctx context.Context, addr string, err error) (*link, []model.Tool, error) {
+	deadline := time.Now().Add(s.o.cfg.ResumeWindow)
+	pause := resumeFirstPause
+	s.log.Warn("executor unreachable; retrying", "executor", addr, "for", s.o.cfg.ResumeWindow, "err", err)
+	for errors.Is(err, ErrExecutorUnavailable) && time.Now().Add(pause).Before(deadline) {
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, context.Cause(ctx)
+		case <-t.C:
+		}
+		pause = min(2*pause, resumeMaxPause)
+		var l *link
+		var tools []model.Tool
+		if l, tools, err = s.connectTo(ctx, addr); err == nil {
+			return l, tools, nil
+		}
+	}
+	return nil, nil, err
 }
 
 // connectTo opens or resumes the session's stream to the executor at addr.
