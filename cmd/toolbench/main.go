@@ -167,7 +167,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	closers = append(closers, func() error { ping.close(); return nil })
-	figs := floorFigures(p, ping, echoConn)
+	figs := floorFigures(p, echo.cmd.Process.Pid, ping, echoConn)
 
 	for _, sb := range o.sandboxes {
 		root, err := w.workspace("root-" + sb)

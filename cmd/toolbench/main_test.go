@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -133,6 +135,9 @@ func TestToolbench(t *testing.T) {
 			t.Errorf("--json lacks figure %s", id)
 		case f.N == 0 || f.Median <= 0:
 			t.Errorf("figure %s: n %d, median %v", id, f.N, f.Median)
+		case strings.Contains(id, "64mib") && f.CPUms <= 0:
+			// Moving 64 MiB takes far more than a clock tick of CPU.
+			t.Errorf("figure %s: CPU per sample %v ms", id, f.CPUms)
 		}
 	}
 	if len(rep.Ratios) != len(targets) {
@@ -214,5 +219,37 @@ func TestEvaluate(t *testing.T) {
 	}
 	if len(conf) != 1 || conf[0].Figure != "read_1kib" || conf[0].Delta != 20 {
 		t.Errorf("confinement = %+v", conf)
+	}
+}
+
+func TestProcCPU(t *testing.T) {
+	// A busy loop of toolbench's own, then its CPU as /proc reports it.
+	before, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := time.Now(); time.Since(start) < 100*time.Millisecond; {
+	}
+	after, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after - before; d < 30*time.Millisecond {
+		t.Errorf("100 ms of busy loop counted as %v of CPU", d)
+	}
+	if _, err := procCPU(1 << 30); err == nil {
+		t.Error("no error for a process that does not exist")
+	}
+}
+
+func TestStreamCeiling(t *testing.T) {
+	head := Summary{ID: "floor_exec_head_64mib", N: 1, CPUms: 150}
+	flood := Summary{ID: "floor_grpc_stream_64mib", N: 1, CPUms: 250}
+	// 400 ms of CPU on 2 CPUs: 64 MiB in 200 ms at best.
+	if got := streamCeiling(head, flood, 2); math.Abs(got-320) > 0.01 {
+		t.Errorf("ceiling = %v MiB/s, want 320", got)
+	}
+	if got := streamCeiling(Summary{}, flood, 2); got != 0 {
+		t.Errorf("ceiling without the head floor = %v, want 0", got)
 	}
 }

@@ -38,7 +38,9 @@ type figure struct {
 	unit    unit
 	n, warm int
 	sample  sampler
+	pids    []int // the other processes a sample makes work (servers)
 	// results
+	cpu     time.Duration // CPU time of all samples, every process included
 	took    []time.Duration
 	bytes   []int64
 	dropped int64 // Progress bytes toolsvc said it did not deliver
@@ -73,10 +75,19 @@ func runRounds(ctx context.Context, p plan, figs []*figure) error {
 		for _, i := range p.rng.Perm(len(figs)) {
 			f := figs[i]
 			for range share(f.n, p.rounds, r) {
+				cpu0, err := cpuTime(f.pids)
+				if err != nil {
+					return err
+				}
 				took, n, err := f.sample(ctx)
 				if err != nil {
 					return fmt.Errorf("%s: %w", f.id, err)
 				}
+				cpu1, err := cpuTime(f.pids)
+				if err != nil {
+					return err
+				}
+				f.cpu += cpu1 - cpu0
 				f.took = append(f.took, took)
 				f.bytes = append(f.bytes, n)
 			}
@@ -92,9 +103,9 @@ func share(n, rounds, r int) int {
 
 // floorFigures returns the floors: bare gRPC against the echo server and
 // bare os/exec spawns.
-func floorFigures(p plan, ping *pingStream, echo *grpc.ClientConn) []*figure {
+func floorFigures(p plan, echoPid int, ping *pingStream, echo *grpc.ClientConn) []*figure {
 	return []*figure{
-		{id: "floor_grpc_pingpong", label: "floor: bare gRPC bidi ping-pong, 1 KiB each way", unit: latency, n: p.n, warm: p.warm,
+		{id: "floor_grpc_pingpong", label: "floor: bare gRPC bidi ping-pong, 1 KiB each way", unit: latency, n: p.n, warm: p.warm, pids: []int{echoPid},
 			sample: func(context.Context) (time.Duration, int64, error) {
 				d, err := ping.roundTrip()
 				return d, 0, err
@@ -109,7 +120,7 @@ func floorFigures(p plan, ping *pingStream, echo *grpc.ClientConn) []*figure {
 				d, err := timeBashTrueN(ctx, 32)
 				return d, 0, err
 			}},
-		{id: "floor_grpc_stream_64mib", label: "floor: bare gRPC server stream, 64 MiB in 64 KiB messages", unit: throughput, n: p.streamN, warm: 1,
+		{id: "floor_grpc_stream_64mib", label: "floor: bare gRPC server stream, 64 MiB in 64 KiB messages", unit: throughput, n: p.streamN, warm: 1, pids: []int{echoPid},
 			sample: func(ctx context.Context) (time.Duration, int64, error) {
 				return floodOnce(ctx, echo)
 			}},
@@ -151,22 +162,23 @@ func toolsvcFigures(ctx context.Context, p plan, svc *toolsvcProc, root string, 
 	}
 	sb := svc.sandbox
 	suffix := " (sandbox " + sb + ")"
+	pids := []int{svc.cmd.Process.Pid}
 	stream := &figure{id: "bash_stream_64mib/" + sb, label: "Bash `head -c 64MiB /dev/zero`, stdout as Progress" + suffix,
-		sandbox: sb, unit: throughput, n: p.streamN, warm: 1, produced: streamBytes}
+		sandbox: sb, unit: throughput, n: p.streamN, warm: 1, produced: streamBytes, pids: pids}
 	stream.sample = func(ctx context.Context) (time.Duration, int64, error) {
 		return streamSample(ctx, svc, stream)
 	}
 	return []*figure{
-		{id: "read_1kib/" + sb, label: "Read of a 1 KiB file" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
+		{id: "read_1kib/" + sb, pids: pids, label: "Read of a 1 KiB file" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
 			sample: readSample(readS, file)},
-		{id: "bash_true/" + sb, label: "Bash `true`" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
+		{id: "bash_true/" + sb, pids: pids, label: "Bash `true`" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
 			sample: bashSample(bashS)},
-		{id: "bash_true_x32/" + sb, label: "32 Bash `true` in one message, batch wall" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
+		{id: "bash_true_x32/" + sb, pids: pids, label: "32 Bash `true` in one message, batch wall" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
 			sample: batchSample(batchS, 32)},
 		stream,
-		{id: "abort_sleep/" + sb, label: "Abort of a running `sleep 30` (seen in /proc) to its Result" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
+		{id: "abort_sleep/" + sb, pids: pids, label: "Abort of a running `sleep 30` (seen in /proc) to its Result" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
 			sample: abortSample(abortS, svc.cmd.Process.Pid, true)},
-		{id: "abort_start/" + sb, label: "Abort 2 ms after Started of `sleep 30` to its Result" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
+		{id: "abort_start/" + sb, pids: pids, label: "Abort 2 ms after Started of `sleep 30` to its Result" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
 			sample: abortSample(abortS, svc.cmd.Process.Pid, false)},
 	}, nil
 }
