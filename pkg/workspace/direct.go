@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,39 +28,51 @@ import (
 // directResolve are the openat2 resolve flags of the direct path.
 const directResolve = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
-// openRootDir opens dir as a descriptor for openat2, or returns -1 when it
-// cannot: the direct path is then never taken.
-func openRootDir(dir string) int {
+// openRootDir opens dir as a descriptor for openat2, or returns nil when
+// it cannot: the direct path is then never taken. The descriptor is used
+// through RawConn.Control, which keeps it open while in use: a Close that
+// races with an open can never leave openat2 a number since given to
+// another file.
+func openRootDir(dir string) (*os.File, syscall.RawConn) {
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1
+		return nil, nil
 	}
-	return fd
+	f := os.NewFile(uintptr(fd), dir)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, nil
+	}
+	return f, rc
 }
 
 // openDirect opens the regular file or directory at p by the direct path.
 // ok is false when the walk must decide instead; then f is nil.
 func (w *Workspace) openDirect(p Path) (f *os.File, fi fs.FileInfo, ok bool, err error) {
 	r := p.root
-	if r.dirfd < 0 || p.Rel == "." {
+	if r.dirConn == nil || p.Rel == "." {
 		return nil, nil, false, nil
 	}
-	// A look before opening, so that a device is never opened. It may
-	// pass through a link (the open below then refuses, and the walk
-	// decides), and a file swapped in between is caught by the check
-	// after the open, as on the walk.
-	var st unix.Stat_t
-	if unix.Fstatat(r.dirfd, p.Rel, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-		return nil, nil, false, nil
-	}
-	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
-		return nil, nil, false, nil
-	}
-	fd, err := unix.Openat2(r.dirfd, p.Rel, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY,
-		Resolve: directResolve,
+	fd := -1
+	cerr := r.dirConn.Control(func(dirfd uintptr) {
+		// A look before opening, so that a device is never opened. It
+		// may pass through a link (the open below then refuses, and the
+		// walk decides), and a file swapped in between is caught by the
+		// check after the open, as on the walk.
+		var st unix.Stat_t
+		if unix.Fstatat(int(dirfd), p.Rel, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			return
+		}
+		if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
+			return
+		}
+		fd, _ = unix.Openat2(int(dirfd), p.Rel, &unix.OpenHow{
+			Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY,
+			Resolve: directResolve,
+		})
 	})
-	if err != nil {
+	if cerr != nil || fd < 0 {
 		return nil, nil, false, nil
 	}
 	f = os.NewFile(uintptr(fd), p.Abs)

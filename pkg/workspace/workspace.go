@@ -10,8 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/toolwire/toolwire/pkg/workspace/glob"
 )
@@ -84,7 +83,11 @@ type root struct {
 	real     string // path with symbolic links resolved, when it differs
 	writable bool
 	fs       *os.Root
-	dirfd    int // the directory opened O_PATH for the direct path, or -1
+	// dir is the directory opened O_PATH for the direct path (direct.go),
+	// and dirConn its descriptor's RawConn; both nil when unavailable. Close
+	// closes dir and sets it to nil; dirConn then fails.
+	dir     *os.File
+	dirConn syscall.RawConn
 }
 
 // Root describes one allowed directory.
@@ -125,7 +128,8 @@ func New(cfg Config) (*Workspace, error) {
 		if err != nil {
 			return fmt.Errorf("workspace: open root: %w", err)
 		}
-		r := &root{path: dir, writable: writable, fs: fsys, dirfd: openRootDir(dir)}
+		r := &root{path: dir, writable: writable, fs: fsys}
+		r.dir, r.dirConn = openRootDir(dir)
 		if real != dir {
 			r.real = real
 		}
@@ -187,9 +191,11 @@ func (w *Workspace) Close() error {
 			errs = append(errs, r.fs.Close())
 			r.fs = nil
 		}
-		if r.dirfd >= 0 {
-			errs = append(errs, unix.Close(r.dirfd))
-			r.dirfd = -1
+		if r.dir != nil {
+			// dirConn stays: once the file is closed its Control fails,
+			// and an open racing with Close falls back to the walk.
+			errs = append(errs, r.dir.Close())
+			r.dir = nil
 		}
 	}
 	return errors.Join(errs...)

@@ -714,7 +714,7 @@ func TestDirectOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	if ws.roots[0].dirfd < 0 {
+	if ws.roots[0].dirConn == nil {
 		t.Fatal("the root has no descriptor: openat2 is unusable here and the direct path is never taken")
 	}
 	tests := []struct {
@@ -762,5 +762,32 @@ func TestDirectOpen(t *testing.T) {
 		if f != nil {
 			f.Close()
 		}
+	}
+}
+
+// TestDirectOpenAfterClose checks that an open after Close fails instead of
+// using a descriptor number the kernel may have given to another file.
+func TestDirectOpenAfterClose(t *testing.T) {
+	f := newFixture(t, nil)
+	p, err := f.ws.Resolve("inside.txt", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ws.Close()
+	// Hand out descriptor numbers, the closed root's among them, to a
+	// directory holding a file of the same name.
+	mustWrite(t, filepath.Join(f.outside, "inside.txt"), secretText)
+	for range 4 {
+		d, err := os.Open(f.outside)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+	}
+	if file, _, direct, _ := f.ws.openDirect(p); direct || file != nil {
+		t.Error("the direct path was taken on a closed workspace")
+	}
+	if _, _, err := f.ws.Open(p); err == nil {
+		t.Error("Open on a closed workspace succeeded")
 	}
 }
