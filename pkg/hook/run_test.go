@@ -385,7 +385,9 @@ func TestCancel(t *testing.T) {
 	defer cancel()
 	go func() {
 		for ctx.Err() == nil {
-			if _, err := os.Stat(filepath.Join(ws, "bg.pid")); err == nil {
+			// The shell creates the file before echo writes the pid: wait
+			// for the whole line.
+			if b, err := os.ReadFile(filepath.Join(ws, "bg.pid")); err == nil && strings.HasSuffix(string(b), "\n") {
 				cancel()
 				return
 			}
@@ -407,6 +409,9 @@ func assertGone(t *testing.T, file string) {
 		t.Fatal(err)
 	}
 	pid := strings.TrimSpace(string(b))
+	if pid == "" {
+		t.Fatalf("%s holds no pid", file)
+	}
 	if _, err := os.Stat("/proc/" + pid); err == nil {
 		t.Errorf("background process %s of the hook survived", pid)
 	}
