@@ -707,15 +707,21 @@ func TestDirectOpen(t *testing.T) {
 	if err := syscall.Mkfifo(real+"/fifo", 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The working directory is named through a link; the deny pattern
-	// names the real path only.
-	ws, err := New(Config{Dir: link, Deny: []string{real + "/private/**"}})
+	// The working directory is named through a link; the deny patterns
+	// name real paths only. A nested read-only root, configured by its
+	// real path, is reached through the outer root's link name.
+	mustMkdir(t, real+"/vendor/private")
+	mustWrite(t, real+"/vendor/private/key", "KEY")
+	mustWrite(t, real+"/vendor/lib.go", "package lib")
+	ws, err := New(Config{Dir: link, ReadOnly: []string{real + "/vendor"}, Deny: []string{real + "/private/**", real + "/vendor/private/**"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	if ws.roots[0].dirConn == nil {
-		t.Fatal("the root has no descriptor: openat2 is unusable here and the direct path is never taken")
+	for _, r := range ws.roots {
+		if r.dirConn == nil {
+			t.Fatalf("root %s has no descriptor: the direct path is never taken", r.path)
+		}
 	}
 	tests := []struct {
 		name   string
@@ -727,7 +733,9 @@ func TestDirectOpen(t *testing.T) {
 		{"a", true, nil, ""},
 		{"to-b/deep.txt", false, nil, "deep"}, // a link: the walk follows it
 		{"private/key", true, isDenied, ""},   // denied on its real path
-		{"hard.txt", true, isDenied, ""},      // two hard links
+		{"vendor/private/key", true, isDenied, ""},
+		{"vendor/lib.go", true, nil, "package lib"},
+		{"hard.txt", true, isDenied, ""}, // two hard links
 		{"fifo", false, func(err error) bool { return errors.Is(err, ErrNotRegular) }, ""},
 		{"missing.txt", false, func(err error) bool { return errors.Is(err, fs.ErrNotExist) }, ""},
 	}
