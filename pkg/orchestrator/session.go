@@ -316,13 +316,17 @@ func (s *Session) connect(ctx context.Context) (*link, []model.Tool, error) {
 // stream broke and a first attempt failed with err: the link may come back
 // after the executor dropped the session (a cut longer than its
 // retention), and then a new session there lets the conversation go on.
-// It tries with backoff for the resume window, then gives up with the last
-// error. linkMu is held.
+// It retries only failures that waiting can cure (the executor unreachable
+// or not answering), with backoff for the resume window and each attempt
+// bounded like a resume attempt, then gives up with the last error. linkMu
+// is held.
 func (s *Session) reconnect(ctx context.Context, addr string, err error) (*link, []model.Tool, error) {
 	deadline := time.Now().Add(s.o.cfg.ResumeWindow)
 	pause := resumeFirstPause
-	s.log.Warn("executor unreachable; retrying", "executor", addr, "for", s.o.cfg.ResumeWindow, "err", err)
-	for errors.Is(err, ErrExecutorUnavailable) && time.Now().Add(pause).Before(deadline) {
+	if transient(err) {
+		s.log.Warn("executor unreachable; retrying", "executor", addr, "for", s.o.cfg.ResumeWindow, "err", err)
+	}
+	for transient(err) && time.Now().Add(pause).Before(deadline) {
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
@@ -331,13 +335,26 @@ func (s *Session) reconnect(ctx context.Context, addr string, err error) (*link,
 		case <-t.C:
 		}
 		pause = min(2*pause, resumeMaxPause)
-		var l *link
-		var tools []model.Tool
-		if l, tools, err = s.connectTo(ctx, addr); err == nil {
+		actx, cancel := context.WithTimeout(ctx, resumeAttempt)
+		l, tools, cerr := s.connectTo(actx, addr) // the stream itself outlives actx
+		cancel()
+		if cerr == nil {
 			return l, tools, nil
 		}
+		err = cerr
 	}
 	return nil, nil, err
+}
+
+// transient reports whether a failure to reach the executor may pass by
+// itself: it is unreachable or did not answer in time. Refusals
+// (authentication, permission, a bad request) do not.
+func transient(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded)
 }
 
 // connectTo opens or resumes the session's stream to the executor at addr.
