@@ -151,7 +151,7 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 	span.SetAttributes(attribute.Int("process.pid", p.Pid()))
 	// Output past 4 bytes per inline character is never returned inline
 	// (see successText).
-	capt := newCapture(limits.MaxOutputMemory, 4*limits.MaxOutputChars+4<<10, func() (*os.File, error) { return createOutputFile(env, outName) })
+	capt := newCapture(limits.MaxOutputMemory, 4*min(limits.MaxOutputChars, 1<<28)+4<<10, func() (*os.File, error) { return createOutputFile(env, outName) })
 	growPipe(p.Output())
 	readDone := make(chan struct{})
 	go func() {

@@ -43,7 +43,8 @@ type capture struct {
 	file    *os.File   // nil until the output outgrows the head
 	fileErr error
 	head    []byte
-	headCap int
+	headCap int // output up to this stays in memory only
+	headMax int // how far the head grows when the file cannot be made
 	// tail is a ring of the last bytes, kept only while there is no file
 	// to read them back from at the end.
 	tail     []byte
@@ -67,7 +68,7 @@ func newCapture(memory, inline int, create func() (*os.File, error)) *capture {
 		memory = 2 * readChunk
 	}
 	head := min(memory/2, max(inline, readChunk))
-	return &capture{create: create, headCap: head, tailCap: memory - memory/2, full: make(chan struct{}, 1)}
+	return &capture{create: create, headCap: head, headMax: memory / 2, tailCap: memory - memory/2, full: make(chan struct{}, 1)}
 }
 
 // appendUpTo appends b to buf, which must not grow past limit. When buf
@@ -116,9 +117,15 @@ func (c *capture) write(b []byte) {
 		default:
 		}
 	}
-	if room := c.headCap - len(c.head); room > 0 {
+	// Without a file, the head grows as far as memory allows, so that
+	// progress can still send that much.
+	limit := c.headCap
+	if c.fileErr != nil {
+		limit = c.headMax
+	}
+	if room := limit - len(c.head); room > 0 {
 		k := min(room, len(b))
-		c.head = appendUpTo(c.head, b[:k], c.headCap)
+		c.head = appendUpTo(c.head, b[:k], limit)
 		b = b[k:]
 	}
 	for !c.tailFile && len(b) > 0 {

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"testing"
 )
@@ -59,5 +60,27 @@ func TestOutputSpillsOnceTooLongToInline(t *testing.T) {
 	}
 	if dropped != 0 || len(out) != readChunk+1 || out[len(out)-1] != 'b' {
 		t.Errorf("progress read back %d bytes (%d dropped), want all %d", len(out), dropped, readChunk+1)
+	}
+}
+
+// TestProgressWithoutFile checks that when the output file cannot be made,
+// progress still carries the output the memory limit allows (half of it,
+// the head), and only the rest is reported as dropped.
+func TestProgressWithoutFile(t *testing.T) {
+	const memory = 4 << 20
+	c := newCapture(memory, 100<<10, func() (*os.File, error) { return nil, errors.New("no space left on device") })
+	for range 4 {
+		c.write(bytes.Repeat([]byte("x"), readChunk))
+	}
+	var got, dropped uint64
+	for {
+		out, d, _, _ := c.next(1 << 30)
+		if len(out) == 0 && d == 0 {
+			break
+		}
+		got, dropped = got+uint64(len(out)), dropped+d
+	}
+	if got != 4*readChunk || dropped != 0 {
+		t.Errorf("progress carried %d bytes and dropped %d of %d, want all of it (within %d bytes of memory)", got, dropped, 4*readChunk, memory/2)
 	}
 }
