@@ -182,8 +182,18 @@ func (q *Queue) work(e *entry) {
 	w := &worker{next: make(chan *entry, 1)}
 	timer := time.NewTimer(workerIdle)
 	defer timer.Stop()
+	var running *entry
+	defer func() {
+		// A Run that never returned (runtime.Goexit) still ends its job,
+		// or it would hold back every job after it.
+		if running != nil {
+			q.finish(running, nil)
+		}
+	}()
 	for e != nil {
+		running = e
 		e.job.Run(e.ctx)
+		running = nil
 		switch q.finish(e, w) {
 		case handedOver:
 			// The job's end started the next one here.
@@ -212,8 +222,8 @@ const (
 )
 
 // finish removes a job that has run, offers w for the next one unless the
-// queue is closed, and starts what the rules now allow. It returns what w
-// does next.
+// queue is closed (or w is nil), and starts what the rules now allow. It
+// returns what w does next.
 func (q *Queue) finish(e *entry, w *worker) int {
 	e.cancel(nil)
 	q.mu.Lock()
@@ -224,7 +234,7 @@ func (q *Queue) finish(e *entry, w *worker) int {
 			break
 		}
 	}
-	if q.closed != nil {
+	if q.closed != nil || w == nil {
 		q.scheduleLocked()
 		return retired
 	}

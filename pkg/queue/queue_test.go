@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -286,4 +287,19 @@ func TestEveryJobRunsOnceUnderChurn(t *testing.T) {
 			t.Errorf("job %s ran %d times", id, n)
 		}
 	}
+}
+
+// TestJobThatNeverReturns checks that a Run ended by runtime.Goexit (as
+// t.FailNow does) still ends its job: the unsafe job after it runs.
+func TestJobThatNeverReturns(t *testing.T) {
+	q := New(2)
+	q.Add(Job{ID: "exits", Group: "m", Safe: false, Run: func(context.Context) { runtime.Goexit() }})
+	ran := make(chan struct{})
+	q.Add(Job{ID: "after", Group: "m", Safe: false, Run: func(context.Context) { close(ran) }})
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job after one that never returned did not start")
+	}
+	q.Close(errors.New("done"))
 }
