@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -25,9 +26,12 @@ type Process struct {
 	stdinDone   chan struct{}
 
 	killOnce sync.Once
-	done     chan struct{}
-	code     int
-	err      error
+	// aborted: Abort ran while the tree was alive, so processes may still
+	// be forking when waitLoop sweeps for leftovers.
+	aborted atomic.Bool
+	done    chan struct{}
+	code    int
+	err     error
 }
 
 // Pid returns the process id of the first process.
@@ -55,6 +59,7 @@ func (p *Process) Wait() (exitCode int, err error) {
 // (or the runner's Close) sees the reaping through. It is idempotent.
 func (p *Process) Abort() {
 	p.killOnce.Do(func() {
+		p.aborted.Store(true)
 		if p.cg != nil && p.cg.kill() {
 			return
 		}
@@ -95,7 +100,7 @@ func (p *Process) waitLoop() {
 	if p.cg == nil || !p.cg.end() {
 		unix.Kill(-p.proc.Pid, unix.SIGKILL)
 		if p.tag != nil {
-			tagGone = killAll(p.tagged, sessionEndTimeout)
+			tagGone = killAll(p.tagged, sessionEndTimeout, p.aborted.Load())
 		}
 	}
 	p.killOnce.Do(func() {})

@@ -147,11 +147,13 @@ func killMatching(match func(procInfo) bool) int {
 // whose fork completed while the scan went by may not be listed yet, so it
 // then takes two empty scans a millisecond apart. A first scan that finds
 // nothing ends at once (no process was left that could fork), which keeps
-// the common case, a call that left nothing behind, to one scan.
-func killAll(match func(procInfo) bool, timeout time.Duration) bool {
+// the common case, a call that left nothing behind, to one scan, unless
+// killed says processes were killed just before (by a signal to their
+// group or one pass of killMatching): one of them may have been forking.
+func killAll(match func(procInfo) bool, timeout time.Duration, killed bool) bool {
 	deadline := time.Now().Add(timeout)
 	delay := 50 * time.Microsecond
-	for empty, found := 0, false; ; {
+	for empty, found := 0, killed; ; {
 		if killMatching(match) > 0 {
 			empty, found = 0, true
 		} else {

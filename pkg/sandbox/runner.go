@@ -546,7 +546,7 @@ func (r *Runner) release() {
 // session would inherit it.
 func (r *Runner) endSessionUser() {
 	uid := r.id.uid
-	gone := killAll(func(pi procInfo) bool { return pi.hasUID(uid) }, sessionEndTimeout)
+	gone := killAll(func(pi procInfo) bool { return pi.hasUID(uid) }, sessionEndTimeout, false)
 	reapUser(uid)
 	unregisterUser(uid)
 	if !gone {
