@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"cmp"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -78,28 +77,16 @@ func (w *Workspace) openDirect(p Path) (f *os.File, fi fs.FileInfo, ok bool, err
 	}
 	f = os.NewFile(uintptr(fd), p.Abs)
 	if fi, err = f.Stat(); err == nil {
-		err = w.checkDirect(p, fi)
+		// No link was followed: the file's real path is the root's real
+		// path joined with p.Rel. It differs from p.Abs when the root was
+		// named through a link, or when p.Abs names a nested root through
+		// an outer root's link. (A root moved after the workspace opened is
+		// not seen here; the walk's /proc/self/fd read-back would see it.)
+		err = w.checkOpened(p, fi, filepath.Join(cmp.Or(p.root.real, p.root.path), p.Rel))
 	}
 	if err != nil {
 		f.Close()
 		return nil, nil, true, err
 	}
 	return f, fi, true, nil
-}
-
-// checkDirect is checkOpened for a file reached without links: its real
-// path is the root's real path joined with p.Rel. That differs from p.Abs
-// when the root was named through a link, or when p.Abs names a nested root
-// through an outer root's link. (A root moved after the workspace opened is
-// not seen here; the walk's /proc/self/fd read-back would see it.)
-func (w *Workspace) checkDirect(p Path, fi fs.FileInfo) error {
-	if !fi.Mode().IsRegular() && !fi.IsDir() {
-		return &fs.PathError{Op: "open", Path: p.Abs, Err: ErrNotRegular}
-	}
-	if real := filepath.Join(cmp.Or(p.root.real, p.root.path), p.Rel); real != p.Abs {
-		if pat, ok := w.Denied(real); ok {
-			return w.refuse(p.Abs, fmt.Sprintf("Access to %s was denied: it leads to %s, which matches the protected-file pattern %q.", p.Abs, real, pat))
-		}
-	}
-	return w.checkExisting(p, fi)
 }

@@ -363,7 +363,7 @@ func (w *Workspace) open(p Path) (*os.File, fs.FileInfo, Path, error) {
 		return nil, nil, Path{}, w.mapErr(p, err)
 	}
 	if fi, err = f.Stat(); err == nil {
-		err = w.checkOpened(p, f, fi)
+		err = w.checkOpened(p, fi, fdPath(f))
 	}
 	if err != nil {
 		f.Close()
@@ -374,12 +374,13 @@ func (w *Workspace) open(p Path) (*os.File, fs.FileInfo, Path, error) {
 
 // checkOpened applies the rules that need the file actually opened: its
 // type (it may have been swapped since the Stat), the deny patterns on its
-// real path and the hard-link rule.
-func (w *Workspace) checkOpened(p Path, f *os.File, fi fs.FileInfo) error {
+// real path (from the kernel, or known when no link was followed; "" when
+// unknown) and the hard-link rule.
+func (w *Workspace) checkOpened(p Path, fi fs.FileInfo, real string) error {
 	if !fi.Mode().IsRegular() && !fi.IsDir() {
 		return &fs.PathError{Op: "open", Path: p.Abs, Err: ErrNotRegular}
 	}
-	if real := fdPath(f); real != "" && real != p.Abs {
+	if real != "" && real != p.Abs {
 		if pat, ok := w.Denied(real); ok {
 			return w.refuse(p.Abs, fmt.Sprintf("Access to %s was denied: it leads to %s, which matches the protected-file pattern %q.", p.Abs, real, pat))
 		}
