@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,16 +31,33 @@ const (
 	streamBytes = 64 << 20 // bytes per stream, floor and Bash alike
 )
 
-// echoService is a gRPC service with no framework around it: Ping echoes
+// echoService is a gRPC service with no framework around it. Ping echoes
 // every message of a bidi stream, Flood answers one Int64Value with that many
-// bytes in streamChunk messages.
+// bytes in streamChunk messages: the floors. ReadFile and ExecFlood are the
+// references, the least a Read and a Bash stream can do with no executor
+// around them: ReadFile answers each path with the file's lines, numbered;
+// ExecFlood runs `head -c N /dev/zero` and sends its stdout as it is read.
 var echoService = grpc.ServiceDesc{
 	ServiceName: "toolbench.Echo",
 	HandlerType: (*any)(nil),
 	Streams: []grpc.StreamDesc{
 		{StreamName: "Ping", ServerStreams: true, ClientStreams: true, Handler: servePing},
 		{StreamName: "Flood", ServerStreams: true, Handler: serveFlood},
+		{StreamName: "ReadFile", ServerStreams: true, ClientStreams: true, Handler: serveReadFile},
+		{StreamName: "ExecFlood", ServerStreams: true, Handler: serveExecFlood},
 	},
+}
+
+// Methods of echoService, indexes into its Streams.
+const (
+	methodPing = iota
+	methodFlood
+	methodReadFile
+	methodExecFlood
+)
+
+func methodName(i int) string {
+	return "/" + echoService.ServiceName + "/" + echoService.Streams[i].StreamName
 }
 
 func servePing(_ any, stream grpc.ServerStream) error {
@@ -67,6 +87,110 @@ func serveFlood(_ any, stream grpc.ServerStream) error {
 		}
 	}
 	return nil
+}
+
+// serveReadFile answers every path with the file's text, each line
+// prefixed with its number and a tab, after checking that it holds no NUL:
+// what Read does for a small text file, and nothing else, in the fewest
+// system calls (open, fstat, one read, close).
+func serveReadFile(_ any, stream grpc.ServerStream) error {
+	for {
+		path := new(wrapperspb.StringValue)
+		if err := stream.RecvMsg(path); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		data, err := readSmallFile(path.GetValue())
+		if err != nil {
+			return err
+		}
+		if bytes.IndexByte(data, 0) >= 0 {
+			return fmt.Errorf("%s is binary", path.GetValue())
+		}
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		out := make([]byte, 0, len(data)+8*len(lines))
+		for i, l := range lines {
+			if i > 0 {
+				out = append(out, '\n')
+			}
+			out = strconv.AppendInt(out, int64(i+1), 10)
+			out = append(out, '\t')
+			out = append(out, l...)
+		}
+		if err := stream.SendMsg(wrapperspb.String(string(out))); err != nil {
+			return err
+		}
+	}
+}
+
+// readSmallFile reads a regular file with raw system calls: no os.File,
+// so no poller registration, and a single read when the file is no larger
+// than fstat said.
+func readSmallFile(path string) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("fstat %s: %w", path, err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	buf := make([]byte, st.Size+1)
+	n := 0
+	for {
+		k, err := syscall.Read(fd, buf[n:])
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		n += k
+		if k == 0 || n < len(buf) {
+			return buf[:n], nil // a short read of a regular file is its end
+		}
+		buf = append(buf, make([]byte, len(buf))...)
+	}
+}
+
+// serveExecFlood runs `head -c N /dev/zero` for the N it is sent and sends
+// the command's stdout as it is read from the pipe, in reads of up to
+// streamChunk: what a Bash stream must do for every byte, without keeping
+// the output or counting its lines.
+func serveExecFlood(_ any, stream grpc.ServerStream) error {
+	want := new(wrapperspb.Int64Value)
+	if err := stream.RecvMsg(want); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(stream.Context(), "/bin/bash", "-c", fmt.Sprintf("head -c %d /dev/zero", want.GetValue()))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start head: %w", err)
+	}
+	buf := make([]byte, streamChunk)
+	msg := new(wrapperspb.BytesValue)
+	var sendErr error
+	for sendErr == nil {
+		n, err := out.Read(buf)
+		if n > 0 {
+			msg.Value = buf[:n]
+			sendErr = stream.SendMsg(msg) // marshalled before it returns
+		}
+		if err != nil {
+			break
+		}
+	}
+	waitErr := cmd.Wait()
+	if sendErr != nil {
+		return sendErr
+	}
+	return waitErr
 }
 
 // runEchoServer serves echoService on a free loopback port, prints
@@ -101,7 +225,7 @@ type pingStream struct {
 
 func openPing(ctx context.Context, conn *grpc.ClientConn) (*pingStream, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	s, err := conn.NewStream(ctx, &echoService.Streams[0], "/toolbench.Echo/Ping")
+	s, err := conn.NewStream(ctx, &echoService.Streams[methodPing], methodName(methodPing))
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("open ping stream: %w", err)
@@ -131,15 +255,55 @@ func (p *pingStream) close() {
 	p.cancel()
 }
 
-// floodOnce receives streamBytes from a new Flood stream and returns the
-// time from opening the stream to its end.
-func floodOnce(ctx context.Context, conn *grpc.ClientConn) (time.Duration, int64, error) {
+// readFileStream is an open ReadFile stream of the echo server.
+type readFileStream struct {
+	stream grpc.ClientStream
+	path   *wrapperspb.StringValue
+	cancel context.CancelFunc
+}
+
+func openReadFile(ctx context.Context, conn *grpc.ClientConn, path string) (*readFileStream, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	s, err := conn.NewStream(ctx, &echoService.Streams[methodReadFile], methodName(methodReadFile))
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("open read-file stream: %w", err)
+	}
+	return &readFileStream{stream: s, path: wrapperspb.String(path), cancel: cancel}, nil
+}
+
+// roundTrip sends the path and waits for the numbered text.
+func (r *readFileStream) roundTrip() (time.Duration, error) {
+	start := time.Now()
+	if err := r.stream.SendMsg(r.path); err != nil {
+		return 0, fmt.Errorf("send path: %w", err)
+	}
+	got := new(wrapperspb.StringValue)
+	if err := r.stream.RecvMsg(got); err != nil {
+		return 0, fmt.Errorf("receive text: %w", err)
+	}
+	took := time.Since(start)
+	if len(got.GetValue()) < 1024 {
+		return 0, fmt.Errorf("read-file answered %d bytes, want the 1 KiB file numbered: %.100q", len(got.GetValue()), got.GetValue())
+	}
+	return took, nil
+}
+
+func (r *readFileStream) close() {
+	_ = r.stream.CloseSend()
+	r.cancel()
+}
+
+// floodOnce asks a new stream of method (Flood or ExecFlood) for
+// streamBytes, receives them and returns the time from opening the stream
+// to its end.
+func floodOnce(ctx context.Context, conn *grpc.ClientConn, method int) (time.Duration, int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
-	s, err := conn.NewStream(ctx, &echoService.Streams[1], "/toolbench.Echo/Flood")
+	s, err := conn.NewStream(ctx, &echoService.Streams[method], methodName(method))
 	if err != nil {
-		return 0, 0, fmt.Errorf("open flood stream: %w", err)
+		return 0, 0, fmt.Errorf("open %s stream: %w", methodName(method), err)
 	}
 	if err := s.SendMsg(wrapperspb.Int64(streamBytes)); err != nil {
 		return 0, 0, fmt.Errorf("ask for flood: %w", err)
@@ -155,13 +319,13 @@ func floodOnce(ctx context.Context, conn *grpc.ClientConn) (time.Duration, int64
 			break
 		}
 		if err != nil {
-			return 0, 0, fmt.Errorf("flood: %w", err)
+			return 0, 0, fmt.Errorf("%s: %w", methodName(method), err)
 		}
 		got += int64(len(m.GetValue()))
 	}
 	took := time.Since(start)
 	if got != streamBytes {
-		return 0, 0, fmt.Errorf("flood carried %d bytes, want %d", got, streamBytes)
+		return 0, 0, fmt.Errorf("%s carried %d bytes, want %d", methodName(method), got, streamBytes)
 	}
 	return took, got, nil
 }

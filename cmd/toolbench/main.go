@@ -167,7 +167,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	closers = append(closers, func() error { ping.close(); return nil })
-	figs := floorFigures(p, echo.cmd.Process.Pid, ping, echoConn)
+	refDir, err := w.workspace("reference")
+	if err != nil {
+		return err
+	}
+	fixture, err := writeKiBFile(refDir)
+	if err != nil {
+		return err
+	}
+	readFile, err := openReadFile(ctx, echoConn, fixture)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, func() error { readFile.close(); return nil })
+	figs := floorFigures(p, echo.cmd.Process.Pid, ping, readFile, echoConn)
 
 	for _, sb := range o.sandboxes {
 		root, err := w.workspace("root-" + sb)
@@ -218,6 +231,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		rep.Figures = append(rep.Figures, summarise(f))
 	}
 	rep.Ratios, rep.Confinement = evaluate(rep.Figures, o.sandboxes)
+	rep.Bounds = bounds(rep.Figures, o.sandboxes)
 	if o.json {
 		return writeJSON(stdout, rep)
 	}

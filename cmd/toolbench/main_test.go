@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 )
@@ -79,6 +82,7 @@ func checkNoSurvivors(t *testing.T, binDir string, dirs ...string) {
 
 var allIDs = []string{
 	"floor_grpc_pingpong", "floor_exec_bash_true", "floor_exec_bash_true_x32", "floor_grpc_stream_64mib", "floor_exec_head_64mib",
+	refRead, refStream,
 	"read_1kib/none", "bash_true/none", "bash_true_x32/none", "bash_stream_64mib/none", "abort_sleep/none", "abort_start/none", "startup_serving/none",
 	"read_1kib/landlock", "bash_true/landlock", "bash_true_x32/landlock", "bash_stream_64mib/landlock", "abort_sleep/landlock", "abort_start/landlock", "startup_serving/landlock",
 }
@@ -95,7 +99,7 @@ func TestToolbench(t *testing.T) {
 
 	tmp1, tmp2 := sandboxtest.Dir(t), sandboxtest.Dir(t)
 	out := runBench(t, toolbench, tmp1, "--toolsvc", toolsvc, "-n", "5", "--warmup", "1", "--rounds", "2", "--stream-n", "1", "--start-n", "1", "-q")
-	want := append([]string{"load average", "targets", "cost of confinement"}, allIDs...)
+	want := append([]string{"load average", "targets", "bounds", "cost of confinement"}, allIDs...)
 	for _, target := range targets {
 		for _, sb := range []string{"none", "landlock"} {
 			want = append(want, target.name+" (sandbox "+sb+")")
@@ -143,6 +147,14 @@ func TestToolbench(t *testing.T) {
 	}
 	if len(rep.Ratios) != len(targets) {
 		t.Errorf("--json has %d ratios, want %d: %+v", len(rep.Ratios), len(targets), rep.Ratios)
+	}
+	if len(rep.Bounds) != 2 {
+		t.Errorf("--json has %d bounds, want 2 (Read and stream): %+v", len(rep.Bounds), rep.Bounds)
+	}
+	for _, b := range rep.Bounds {
+		if b.Value <= 0 || len(b.FigureToReference) != 1 {
+			t.Errorf("bound %+v: want a value and the one measured figure against its reference", b)
+		}
 	}
 	if rep.Machine.NProc == 0 || rep.LoadBefore == "" || rep.LoadAfter == "" {
 		t.Errorf("--json lacks machine or load: %+v", rep)
@@ -220,6 +232,86 @@ func TestEvaluate(t *testing.T) {
 	}
 	if len(conf) != 1 || conf[0].Figure != "read_1kib" || conf[0].Delta != 20 {
 		t.Errorf("confinement = %+v", conf)
+	}
+}
+
+func TestBounds(t *testing.T) {
+	sums := []Summary{
+		{ID: "floor_grpc_pingpong", N: 1, Median: 100},
+		{ID: refRead, N: 1, Median: 160},
+		{ID: "read_1kib/none", N: 1, Median: 320},
+		{ID: "read_1kib/landlock", N: 1, Median: 400},
+		{ID: "floor_grpc_stream_64mib", N: 1, Median: 500},
+		{ID: refStream, N: 1, Median: 450},
+		{ID: "bash_stream_64mib/none", N: 1, Median: 300},
+		{ID: "bash_true/none", N: 1, Median: 300}, // no reference: no bound
+	}
+	got := bounds(sums, []string{"none", "landlock"})
+	if len(got) != 2 {
+		t.Fatalf("got %d bounds, want 2: %+v", len(got), got)
+	}
+	read, stream := got[0], got[1]
+	if read.Reference != refRead || read.Value != 1.6 || read.Reachable || read.Goal != "<= 1.5x" ||
+		read.FigureToReference["read_1kib/none"] != 2 || read.FigureToReference["read_1kib/landlock"] != 2.5 {
+		t.Errorf("Read bound = %+v, want 1.6x, out of reach, figures at 2x and 2.5x the reference", read)
+	}
+	if stream.Reference != refStream || stream.Value != 0.9 || !stream.Reachable || stream.Goal != ">= 0.8x" ||
+		stream.FigureToReference["bash_stream_64mib/none"] != 300.0/450 {
+		t.Errorf("stream bound = %+v, want 0.9x, within reach", stream)
+	}
+	if b := bounds(sums[1:3], []string{"none"}); len(b) != 0 {
+		t.Errorf("bounds without the floor: %+v", b)
+	}
+}
+
+// TestReferences serves the echo service on loopback and checks what the
+// reference methods answer: the file's lines numbered, and exactly the
+// bytes head was asked for.
+func TestReferences(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	srv.RegisterService(&echoService, nil)
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+	conn, err := dial(lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	path, err := writeKiBFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, err := openReadFile(t.Context(), conn, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.close()
+	for range 2 {
+		if _, err := rf.roundTrip(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rf.stream.SendMsg(rf.path); err != nil {
+		t.Fatal(err)
+	}
+	text := new(wrapperspb.StringValue)
+	if err := rf.stream.RecvMsg(text); err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Repeat("toolbench", 7)
+	if want := "1\t" + line + "\n2\t" + line; !strings.HasPrefix(text.GetValue(), want) ||
+		!strings.HasSuffix(text.GetValue(), "\n16\t"+line) || strings.Count(text.GetValue(), "\n") != 15 {
+		t.Errorf("ReadFile answered %q, want 16 numbered lines", text.GetValue())
+	}
+
+	took, n, err := floodOnce(t.Context(), conn, methodExecFlood)
+	if err != nil || n != streamBytes || took <= 0 {
+		t.Errorf("ExecFlood: %v, %d bytes, %v; want %d bytes", took, n, err, streamBytes)
 	}
 }
 

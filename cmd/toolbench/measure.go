@@ -101,9 +101,10 @@ func share(n, rounds, r int) int {
 	return n*(r+1)/rounds - n*r/rounds
 }
 
-// floorFigures returns the floors: bare gRPC against the echo server and
-// bare os/exec spawns.
-func floorFigures(p plan, echoPid int, ping *pingStream, echo *grpc.ClientConn) []*figure {
+// floorFigures returns the floors (bare gRPC against the echo server, bare
+// os/exec spawns) and the references (the least a Read and a Bash stream
+// can do, served by the echo server).
+func floorFigures(p plan, echoPid int, ping *pingStream, readFile *readFileStream, echo *grpc.ClientConn) []*figure {
 	return []*figure{
 		{id: "floor_grpc_pingpong", label: "floor: bare gRPC bidi ping-pong, 1 KiB each way", unit: latency, n: p.n, warm: p.warm, pids: []int{echoPid},
 			sample: func(context.Context) (time.Duration, int64, error) {
@@ -122,10 +123,19 @@ func floorFigures(p plan, echoPid int, ping *pingStream, echo *grpc.ClientConn) 
 			}},
 		{id: "floor_grpc_stream_64mib", label: "floor: bare gRPC server stream, 64 MiB in 64 KiB messages", unit: throughput, n: p.streamN, warm: 1, pids: []int{echoPid},
 			sample: func(ctx context.Context) (time.Duration, int64, error) {
-				return floodOnce(ctx, echo)
+				return floodOnce(ctx, echo, methodFlood)
 			}},
 		{id: "floor_exec_head_64mib", label: "reference: os/exec `head -c 64MiB /dev/zero`, stdout read through a pipe", unit: throughput, n: p.streamN, warm: 1,
 			sample: headOnce},
+		{id: refRead, label: "reference: bare gRPC ping-pong, the server reads the 1 KiB file and numbers its lines", unit: latency, n: p.n, warm: p.warm, pids: []int{echoPid},
+			sample: func(context.Context) (time.Duration, int64, error) {
+				d, err := readFile.roundTrip()
+				return d, 0, err
+			}},
+		{id: refStream, label: "reference: bare gRPC stream of `head -c 64MiB /dev/zero`'s stdout, sent as read from the pipe", unit: throughput, n: p.streamN, warm: 1, pids: []int{echoPid},
+			sample: func(ctx context.Context) (time.Duration, int64, error) {
+				return floodOnce(ctx, echo, methodExecFlood)
+			}},
 	}
 }
 
@@ -203,6 +213,13 @@ func startupFigure(p plan, bin, sb string, w *workDir) (*figure, error) {
 			return took, 0, nil
 		}}, nil
 }
+
+// The reference figures: what the least implementation of a Read and of a
+// Bash stream reaches, with no executor around it.
+const (
+	refRead   = "ref_grpc_read_1kib"
+	refStream = "ref_grpc_exec_stream_64mib"
+)
 
 // writeKiBFile writes the 1 KiB file the Read figure reads: 16 lines of 64
 // bytes.

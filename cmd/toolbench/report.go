@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"runtime"
@@ -53,6 +54,21 @@ type Ratio struct {
 	Met    bool    `json:"met"`
 }
 
+// Bound is what the least implementation of a target reaches: its reference
+// figure over the target's floor, both measured in the same run. When the
+// reference itself misses the goal, no executor can meet it on this machine.
+type Bound struct {
+	Target    string  `json:"target"`
+	Reference string  `json:"reference"`
+	Floor     string  `json:"floor"`
+	Value     float64 `json:"value"` // reference median over floor median
+	Goal      string  `json:"goal"`
+	Reachable bool    `json:"reachable"` // the reference meets the goal
+	// FigureToReference is each measured figure's median over the
+	// reference's, by figure id.
+	FigureToReference map[string]float64 `json:"figure_to_reference,omitempty"`
+}
+
 // Confinement is the cost of the sandbox for one kind of call: the figure
 // with --sandbox landlock against the same figure with --sandbox none.
 type Confinement struct {
@@ -86,6 +102,7 @@ type Report struct {
 	Seed        uint64        `json:"seed"`
 	Figures     []Summary     `json:"figures"`
 	Ratios      []Ratio       `json:"ratios"`
+	Bounds      []Bound       `json:"bounds"`
 	Confinement []Confinement `json:"confinement"`
 }
 
@@ -155,13 +172,30 @@ type target struct {
 	figure  string // figure id without "/sandbox"
 	floor   string // floor figure id; "" for an absolute goal
 	goal    float64
-	atLeast bool // the value must be >= goal (throughput), else <= / <
+	atLeast bool   // the value must be >= goal (throughput), else <= / <
+	ref     string // reference figure id: the least implementation; "" for none
+}
+
+// met reports whether ratio v meets t's goal.
+func (t target) met(v float64) bool {
+	if t.atLeast {
+		return v >= t.goal
+	}
+	return v <= t.goal
+}
+
+// goalText states t's goal for a ratio.
+func (t target) goalText() string {
+	if t.atLeast {
+		return fmt.Sprintf(">= %gx", t.goal)
+	}
+	return fmt.Sprintf("<= %gx", t.goal)
 }
 
 var targets = []target{
-	{name: "Read 1 KiB / bare gRPC ping-pong", issue: 3, figure: "read_1kib", floor: "floor_grpc_pingpong", goal: 1.5},
+	{name: "Read 1 KiB / bare gRPC ping-pong", issue: 3, figure: "read_1kib", floor: "floor_grpc_pingpong", goal: 1.5, ref: refRead},
 	{name: "Bash `true` / os/exec `bash -c true`", issue: 3, figure: "bash_true", floor: "floor_exec_bash_true", goal: 1.3},
-	{name: "stdout stream / bare gRPC 64 KiB stream", issue: 3, figure: "bash_stream_64mib", floor: "floor_grpc_stream_64mib", goal: 0.8, atLeast: true},
+	{name: "stdout stream / bare gRPC 64 KiB stream", issue: 3, figure: "bash_stream_64mib", floor: "floor_grpc_stream_64mib", goal: 0.8, atLeast: true, ref: refStream},
 	{name: "32 concurrent Bash `true` / 32 os/exec", issue: 3, figure: "bash_true_x32", floor: "floor_exec_bash_true_x32", goal: 1.5},
 	{name: "abort of running `sleep` to Result, median", issue: 3, figure: "abort_sleep", goal: 1000},
 }
@@ -196,11 +230,7 @@ func evaluate(sums []Summary, sandboxes []string) ([]Ratio, []Confinement) {
 				}
 				r.Floor, r.Unit = fl.ID, "x"
 				r.Value = fig.Median / fl.Median
-				if t.atLeast {
-					r.Goal, r.Met = fmt.Sprintf(">= %gx", t.goal), r.Value >= t.goal
-				} else {
-					r.Goal, r.Met = fmt.Sprintf("<= %gx", t.goal), r.Value <= t.goal
-				}
+				r.Goal, r.Met = t.goalText(), t.met(r.Value)
 			}
 			ratios = append(ratios, r)
 		}
@@ -215,6 +245,34 @@ func evaluate(sums []Summary, sandboxes []string) ([]Ratio, []Confinement) {
 			Delta: on.Median - off.Median, OnToOff: on.Median / off.Median})
 	}
 	return ratios, conf
+}
+
+// bounds compares each target's reference with its floor, and each measured
+// figure of the target with the reference.
+func bounds(sums []Summary, sandboxes []string) []Bound {
+	byID := make(map[string]Summary, len(sums))
+	for _, s := range sums {
+		byID[s.ID] = s
+	}
+	var out []Bound
+	for _, t := range targets {
+		ref, fl := byID[t.ref], byID[t.floor]
+		if t.ref == "" || ref.N == 0 || fl.N == 0 || ref.Median == 0 || fl.Median == 0 {
+			continue
+		}
+		b := Bound{Target: t.name, Reference: ref.ID, Floor: fl.ID, Value: ref.Median / fl.Median, Goal: t.goalText()}
+		b.Reachable = t.met(b.Value)
+		for _, sb := range sandboxes {
+			if fig := byID[t.figure+"/"+sb]; fig.N > 0 {
+				if b.FigureToReference == nil {
+					b.FigureToReference = make(map[string]float64)
+				}
+				b.FigureToReference[fig.ID] = fig.Median / ref.Median
+			}
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // streamCeiling is the fastest a Bash stream could go on nproc CPUs if it
@@ -288,6 +346,26 @@ func writeText(w io.Writer, r *Report) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+
+	if len(r.Bounds) > 0 {
+		fmt.Fprintln(bw, "\nbounds (the least implementation of the figure, no executor around it, against the same floor)")
+		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "target\treference\tvalue\tgoal\treachable\tfigure / reference")
+		for _, b := range r.Bounds {
+			reachable := "no: no executor can meet the goal here"
+			if b.Reachable {
+				reachable = "yes"
+			}
+			var rel []string
+			for _, id := range slices.Sorted(maps.Keys(b.FigureToReference)) {
+				rel = append(rel, fmt.Sprintf("%s %.2fx", id, b.FigureToReference[id]))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.3fx\t%s\t%s\t%s\n", b.Target, b.Reference, b.Value, b.Goal, reachable, strings.Join(rel, ", "))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 
 	if len(r.Confinement) > 0 {
