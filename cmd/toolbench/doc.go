@@ -13,13 +13,21 @@
 // 64 MiB of Bash stdout streamed as Progress events, and the time from
 // starting a toolsvc process to its SERVING health status, each with the
 // sandbox off (--sandbox none) and on (the default). --only selects figures
-// by id, to rerun one that looked like noise. The floors are a bare gRPC bidi ping-pong of 1 KiB and a
-// bare gRPC server stream of 64 KiB messages (served by a second toolbench
-// process, so client and server are separate processes as they are for
-// toolsvc), a bare os/exec `bash -c true` and 32 of them at once. A further
-// reference, floor_exec_head_64mib, runs the stream figure's command with
-// os/exec and only reads its output: how fast that output can be had at
-// all, before anything sends it.
+// by id, to rerun one that looked like noise. The floors are a bare gRPC
+// bidi ping-pong of 1 KiB and a bare gRPC server stream of 64 KiB messages
+// (served by a second toolbench process, so client and server are separate
+// processes as they are for toolsvc), a bare os/exec `bash -c true` and 32
+// of them at once. A further reference, floor_exec_head_64mib, runs the
+// stream figure's command with os/exec and only reads its output: how fast
+// that output can be had at all, before anything sends it.
+//
+// Two references are the least implementations of a Read and of a Bash
+// stream, served by the same bare gRPC server: ref_grpc_read_1kib answers
+// each ping with the 1 KiB file's lines numbered, and
+// ref_grpc_exec_stream_64mib sends `head`'s stdout as it is read from the
+// pipe. Divided by their target's floor they are the best any executor
+// could score on the machine that day; the "bounds" table prints that and
+// each toolsvc figure against its reference.
 //
 // Because the machine it runs on may be shared, samples are taken in rounds:
 // each round takes a share of every figure's samples, floors and peers in a
