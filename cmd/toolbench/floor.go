@@ -56,6 +56,7 @@ const (
 	methodExecFlood
 )
 
+// methodName is the full gRPC method name of echoService's stream i.
 func methodName(i int) string {
 	return "/" + echoService.ServiceName + "/" + echoService.Streams[i].StreamName
 }
@@ -186,11 +187,12 @@ func serveExecFlood(_ any, stream grpc.ServerStream) error {
 			break
 		}
 	}
-	waitErr := cmd.Wait()
 	if sendErr != nil {
+		_ = out.Close() // head gets EPIPE instead of blocking on a full pipe
+		_ = cmd.Wait()
 		return sendErr
 	}
-	return waitErr
+	return cmd.Wait()
 }
 
 // runEchoServer serves echoService on a free loopback port, prints
