@@ -218,82 +218,93 @@ func runEchoServer() error {
 	return nil
 }
 
-// pingStream is an open Ping stream of the echo server.
-type pingStream struct {
+// bidiStream is an open bidi stream of the echo server, on which every
+// message sent is answered by one message.
+type bidiStream struct {
 	stream grpc.ClientStream
-	msg    *wrapperspb.BytesValue
 	cancel context.CancelFunc
 }
 
-func openPing(ctx context.Context, conn *grpc.ClientConn) (*pingStream, error) {
+func openBidi(ctx context.Context, conn *grpc.ClientConn, method int) (*bidiStream, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	s, err := conn.NewStream(ctx, &echoService.Streams[methodPing], methodName(methodPing))
+	s, err := conn.NewStream(ctx, &echoService.Streams[method], methodName(method))
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("open ping stream: %w", err)
+		return nil, fmt.Errorf("open %s stream: %w", methodName(method), err)
 	}
-	return &pingStream{stream: s, msg: &wrapperspb.BytesValue{Value: make([]byte, pingBytes)}, cancel: cancel}, nil
+	return &bidiStream{stream: s, cancel: cancel}, nil
+}
+
+// exchange sends req, receives the answer into resp and returns the time
+// both took.
+func (b *bidiStream) exchange(req, resp any) (time.Duration, error) {
+	start := time.Now()
+	if err := b.stream.SendMsg(req); err != nil {
+		return 0, fmt.Errorf("send: %w", err)
+	}
+	if err := b.stream.RecvMsg(resp); err != nil {
+		return 0, fmt.Errorf("receive: %w", err)
+	}
+	return time.Since(start), nil
+}
+
+func (b *bidiStream) close() {
+	_ = b.stream.CloseSend()
+	b.cancel()
+}
+
+// pingStream is an open Ping stream of the echo server.
+type pingStream struct {
+	*bidiStream
+	msg *wrapperspb.BytesValue
+}
+
+func openPing(ctx context.Context, conn *grpc.ClientConn) (*pingStream, error) {
+	b, err := openBidi(ctx, conn, methodPing)
+	if err != nil {
+		return nil, err
+	}
+	return &pingStream{bidiStream: b, msg: &wrapperspb.BytesValue{Value: make([]byte, pingBytes)}}, nil
 }
 
 // roundTrip sends one 1 KiB message and waits for its echo.
 func (p *pingStream) roundTrip() (time.Duration, error) {
-	start := time.Now()
-	if err := p.stream.SendMsg(p.msg); err != nil {
+	got := new(wrapperspb.BytesValue)
+	took, err := p.exchange(p.msg, got)
+	if err != nil {
 		return 0, fmt.Errorf("ping: %w", err)
 	}
-	got := new(wrapperspb.BytesValue)
-	if err := p.stream.RecvMsg(got); err != nil {
-		return 0, fmt.Errorf("pong: %w", err)
-	}
-	took := time.Since(start)
 	if len(got.GetValue()) != pingBytes {
 		return 0, fmt.Errorf("pong of %d bytes, want %d", len(got.GetValue()), pingBytes)
 	}
 	return took, nil
 }
 
-func (p *pingStream) close() {
-	_ = p.stream.CloseSend()
-	p.cancel()
-}
-
 // readFileStream is an open ReadFile stream of the echo server.
 type readFileStream struct {
-	stream grpc.ClientStream
-	path   *wrapperspb.StringValue
-	cancel context.CancelFunc
+	*bidiStream
+	path *wrapperspb.StringValue
 }
 
 func openReadFile(ctx context.Context, conn *grpc.ClientConn, path string) (*readFileStream, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	s, err := conn.NewStream(ctx, &echoService.Streams[methodReadFile], methodName(methodReadFile))
+	b, err := openBidi(ctx, conn, methodReadFile)
 	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("open read-file stream: %w", err)
+		return nil, err
 	}
-	return &readFileStream{stream: s, path: wrapperspb.String(path), cancel: cancel}, nil
+	return &readFileStream{bidiStream: b, path: wrapperspb.String(path)}, nil
 }
 
 // roundTrip sends the path and waits for the numbered text.
 func (r *readFileStream) roundTrip() (time.Duration, error) {
-	start := time.Now()
-	if err := r.stream.SendMsg(r.path); err != nil {
-		return 0, fmt.Errorf("send path: %w", err)
-	}
 	got := new(wrapperspb.StringValue)
-	if err := r.stream.RecvMsg(got); err != nil {
-		return 0, fmt.Errorf("receive text: %w", err)
+	took, err := r.exchange(r.path, got)
+	if err != nil {
+		return 0, fmt.Errorf("read file: %w", err)
 	}
-	took := time.Since(start)
 	if len(got.GetValue()) < 1024 {
 		return 0, fmt.Errorf("read-file answered %d bytes, want the 1 KiB file numbered: %.100q", len(got.GetValue()), got.GetValue())
 	}
 	return took, nil
-}
-
-func (r *readFileStream) close() {
-	_ = r.stream.CloseSend()
-	r.cancel()
 }
 
 // floodOnce asks a new stream of method (Flood or ExecFlood) for
