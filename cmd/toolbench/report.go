@@ -203,10 +203,7 @@ var targets = []target{
 // evaluate computes every target's ratio for each sandbox measured, and the
 // cost of confinement.
 func evaluate(sums []Summary, sandboxes []string) ([]Ratio, []Confinement) {
-	byID := make(map[string]Summary, len(sums))
-	for _, s := range sums {
-		byID[s.ID] = s
-	}
+	byID := summariesByID(sums)
 	var ratios []Ratio
 	for _, t := range targets {
 		for _, sb := range sandboxes {
@@ -247,13 +244,19 @@ func evaluate(sums []Summary, sandboxes []string) ([]Ratio, []Confinement) {
 	return ratios, conf
 }
 
-// bounds compares each target's reference with its floor, and each measured
-// figure of the target with the reference.
-func bounds(sums []Summary, sandboxes []string) []Bound {
+// summariesByID indexes summaries by figure id.
+func summariesByID(sums []Summary) map[string]Summary {
 	byID := make(map[string]Summary, len(sums))
 	for _, s := range sums {
 		byID[s.ID] = s
 	}
+	return byID
+}
+
+// bounds compares each target's reference with its floor, and each measured
+// figure of the target with the reference.
+func bounds(sums []Summary, sandboxes []string) []Bound {
+	byID := summariesByID(sums)
 	var out []Bound
 	for _, t := range targets {
 		ref, fl := byID[t.ref], byID[t.floor]
@@ -307,15 +310,8 @@ func writeText(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintln(bw, "(MiB/s rows: median stream rate; p90 = rate 90% of streams reached; mean = all bytes / all time;")
 	fmt.Fprintln(bw, " CPU ms: mean CPU time of one sample, toolbench, servers and their commands together)")
-	var head, flood Summary
-	for _, s := range r.Figures {
-		switch s.ID {
-		case "floor_exec_head_64mib":
-			head = s
-		case "floor_grpc_stream_64mib":
-			flood = s
-		}
-	}
+	byID := summariesByID(r.Figures)
+	head, flood := byID["floor_exec_head_64mib"], byID["floor_grpc_stream_64mib"]
 	if c := streamCeiling(head, flood, r.Machine.NProc); c > 0 {
 		fmt.Fprintf(bw, "note: a Bash stream does at least the work of both 64 MiB floors (%s + %s CPU ms); on %d CPUs that caps it at %s MiB/s, %.2fx the gRPC floor\n",
 			num(head.CPUms), num(flood.CPUms), r.Machine.NProc, num(c), c/flood.Median)
