@@ -18,7 +18,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultModel             = string(anthropic.ModelClaudeSonnet4_5)
+	DefaultModel             = string(anthropic.ModelClaudeSonnet5_5)
 	DefaultMaxTokens         = 16384
 	DefaultMaxRetries        = 10
 	DefaultRetryBaseDelay    = 500 * time.Millisecond
@@ -335,6 +335,8 @@ func (e *APIError) Retryable() bool {
 
 // ErrStreamCut is wrapped by the error of a response stream that ended
 // before message_stop.
+//
+//lint:ignore ST1005 the text is Claude Code's, shown to users as it is.
 var ErrStreamCut = errors.New("API Error: Connection closed mid-response. The response above may be incomplete.")
 
 // errIdle ends a stream that went silent.
