@@ -150,7 +150,9 @@ func newStderrFile(r *sandbox.Runner) (*os.File, error) {
 		return nil, fmt.Errorf("stderr file: %w", err)
 	}
 	if os.Geteuid() == 0 {
-		if fi, err := os.Stat(r.TempDir()); err == nil {
+		// The file goes to the owner of the temp dir (the session user).
+		fi, err := os.Stat(r.TempDir())
+		if err == nil {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
 				err = f.Chown(int(st.Uid), int(st.Gid))
 			}
