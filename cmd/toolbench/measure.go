@@ -254,7 +254,7 @@ func readSample(s *session, path string) sampler {
 			return 0, 0, err
 		}
 		if text := resultText(r); r.GetIsError() || len(text) < 1024 {
-			return 0, 0, fmt.Errorf("Read returned %d bytes (is_error %v): %.200q", len(text), r.GetIsError(), text)
+			return 0, 0, fmt.Errorf("the Read call returned %d bytes (is_error %v): %.200q", len(text), r.GetIsError(), text)
 		}
 		return took, 0, nil
 	}
@@ -274,7 +274,7 @@ func bashSample(s *session) sampler {
 			return 0, 0, err
 		}
 		if r.GetIsError() {
-			return 0, 0, fmt.Errorf("Bash true failed: %s", resultText(r))
+			return 0, 0, fmt.Errorf("the Bash call `true` failed: %s", resultText(r))
 		}
 		return took, 0, nil
 	}
@@ -307,7 +307,7 @@ func batchSample(s *session, n int) sampler {
 		}
 		for _, r := range rs {
 			if r.GetIsError() {
-				return 0, 0, fmt.Errorf("Bash true failed: %s", resultText(r))
+				return 0, 0, fmt.Errorf("the Bash call `true` failed: %s", resultText(r))
 			}
 		}
 		return took, 0, nil

@@ -255,7 +255,7 @@ func (s *Script) checkRedirect(rd *syntax.Redirect, r resolver) {
 		if w := r.word(rd.Word); w.Dynamic || !(isDigits(w.Text) || w.Text == "-") {
 			s.effect(EffectRedirect)
 		}
-	case syntax.RdrOut, syntax.AppOut, syntax.ClbOut, syntax.RdrAll, syntax.AppAll:
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll:
 		if w := r.word(rd.Word); w.Dynamic || w.Text != "/dev/null" {
 			s.effect(EffectRedirect)
 		}

@@ -171,7 +171,11 @@ func sedScriptSafe(s string) bool {
 			}
 			d := s[i]
 			i++
-			if !delimited(d) || !delimited(d) {
+			// The pattern, then the replacement (or the second set).
+			if !delimited(d) {
+				return false
+			}
+			if !delimited(d) {
 				return false
 			}
 			if c == 's' {

@@ -3,7 +3,6 @@ package execgrpc_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -294,8 +293,6 @@ func text(r *executorv1.Result) string {
 	}
 	return s
 }
-
-func input(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
 // untilStarted collects events until every call in ids has started.
 func (s *stream) untilStarted(ids ...string) []*executorv1.ExecuteResponse {

@@ -104,7 +104,7 @@ func attrs(s tracetest.SpanStub) map[string]string {
 func attrStrings(kvs []attribute.KeyValue) map[string]string {
 	m := map[string]string{}
 	for _, kv := range kvs {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }

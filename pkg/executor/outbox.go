@@ -368,13 +368,6 @@ func (o *outbox) replay(after uint64) ([]*Event, bool) {
 	return out, after >= o.lostUpTo
 }
 
-// lastSeq returns the highest sequence number assigned.
-func (o *outbox) lastSeq() uint64 {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.seq
-}
-
 // close stops accepting events; next drains what is pending, then fails.
 func (o *outbox) close() {
 	o.mu.Lock()

@@ -108,7 +108,7 @@ func TestTurnTrace(t *testing.T) {
 func attr(sp sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range sp.Attributes() {
 		if kv.Key == attribute.Key(key) {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

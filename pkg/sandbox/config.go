@@ -169,7 +169,6 @@ func (c Config) normalize() (Config, error) {
 type identity struct {
 	uid, gid int
 	name     string
-	home     string
 	switched bool // the service is root and processes are not
 	session  bool // a session user of its own (Config.SessionUser)
 }

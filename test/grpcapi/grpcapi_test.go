@@ -76,7 +76,6 @@ func start(t *testing.T, env []string, service, addr, bin string, args ...string
 	if err := rpcserver.WaitServing(ctx, conn, service); err != nil {
 		t.Fatalf("%s not serving at %s: %v", service, addr, err)
 	}
-	return
 }
 
 // messages lists the full names of every message declared in fd.
