@@ -377,16 +377,16 @@ func (s *server) refresh(cs *mcp.ClientSession) {
 // its connection broke.
 func (s *server) watch(c *connection) {
 	c.cs.Wait()
-	reason := "the connection to the server ended"
+	reason := "the connection to the server ended; it is started again for the next call"
 	if c.proc != nil {
 		c.proc.Abort()
 		code, _ := c.proc.Wait()
-		reason = fmt.Sprintf("the server exited with code %d%s", code, c.stderr.suffix())
+		reason = fmt.Sprintf("the server exited with code %d; it is started again for the next call%s", code, c.stderr.suffix())
 	}
 	close(c.done)
 	s.mu.Lock()
 	if s.conn == c {
-		s.conn, s.st, s.err = nil, StateDisconnected, reason+"; it is started again for the next call"
+		s.conn, s.st, s.err = nil, StateDisconnected, reason
 		s.set.log.Warn("mcp server disconnected", "server", s.name, "reason", reason)
 	}
 	s.mu.Unlock()
