@@ -73,7 +73,7 @@ Flags:
 		fmt.Fprintln(stderr, "toolsvc call: give exactly one of --addr or --embedded")
 		return errUsage
 	}
-	mcpServers, err := loadMCPConfigs(mcpConfigs)
+	mcpServers, err := loadMCPConfigs(mcpConfigs, false)
 	if err != nil {
 		return err
 	}

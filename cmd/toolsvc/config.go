@@ -141,8 +141,9 @@ func envInt(name string, def int) int {
 
 // loadMCPConfigs reads --mcp-config values (JSON or files) into one set of
 // servers, later ones replacing earlier ones of the same name, with ${VAR}
-// expanded from this process's environment. Every server must be usable.
-func loadMCPConfigs(args []string) (mcpclient.Servers, error) {
+// expanded from this process's environment. With strict, every server must
+// be usable; else the session reports those that are not.
+func loadMCPConfigs(args []string, strict bool) (mcpclient.Servers, error) {
 	var sets []mcpclient.Servers
 	for _, a := range args {
 		s, err := mcpclient.Load(a)
@@ -156,7 +157,7 @@ func loadMCPConfigs(args []string) (mcpclient.Servers, error) {
 		return nil, fmt.Errorf("--mcp-config: %w", err)
 	}
 	for _, name := range servers.Names() {
-		if err := servers[name].Validate(); err != nil {
+		if err := servers[name].Validate(); err != nil && strict {
 			return nil, fmt.Errorf("--mcp-config: server %q: %w", name, err)
 		}
 	}

@@ -57,7 +57,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg.Logger = log
-	if cfg.MCP.Servers, err = loadMCPConfigs(mcpConfigs); err != nil {
+	if cfg.MCP.Servers, err = loadMCPConfigs(mcpConfigs, true); err != nil {
 		return err
 	}
 	if err := sandbox.BecomeSubreaper(); err != nil {
