@@ -15,6 +15,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolwire/toolwire/pkg/mcpclient"
@@ -413,4 +418,61 @@ func TestParse(t *testing.T) {
 	if got := mcpclient.ToolName("my server.v2", "do/it"); got != "mcp__my_server_v2__do_it" {
 		t.Fatalf("ToolName = %s", got)
 	}
+}
+
+// TestExecuteToolSpan checks the span of an MCP call and that the server
+// gets its context in _meta.
+func TestExecuteToolSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	defer otel.SetTracerProvider(prev)
+	defer tp.Shutdown(context.Background())
+
+	e := env(t)
+	s := start(t, e, mcpclient.Servers{"ex": stdio()}, nil)
+	r := run(t, context.Background(), e, find(t, s, "mcp__ex__meta"), "toolu_span", `{}`, nil)
+	run(t, context.Background(), e, find(t, s, "mcp__ex__fail"), "toolu_fail", `{"message":"no"}`, nil)
+	spans := rec.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	sp := spans[0]
+	if sp.Name() != "execute_tool mcp__ex__meta" || sp.SpanKind() != trace.SpanKindClient {
+		t.Fatalf("span %s kind %v", sp.Name(), sp.SpanKind())
+	}
+	attrs := map[string]string{}
+	for _, kv := range sp.Attributes() {
+		attrs[string(kv.Key)] = kv.Value.Emit()
+	}
+	for k, v := range map[string]string{
+		"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "mcp__ex__meta", "gen_ai.tool.call.id": "toolu_span",
+		"gen_ai.tool.type": "extension", "mcp.method.name": "tools/call", "toolwire.mcp.server": "ex", "toolwire.mcp.tool": "meta",
+		"mcp.protocol.version": "2026-07-28",
+	} {
+		if attrs[k] != v {
+			t.Errorf("%s = %q, want %q", k, attrs[k], v)
+		}
+	}
+	var meta map[string]any
+	if err := json.Unmarshal([]byte(r.TextContent()), &meta); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("00-%s-%s-01", sp.SpanContext().TraceID(), sp.SpanContext().SpanID())
+	if meta["traceparent"] != want {
+		t.Errorf("traceparent = %v, want the span's own %s", meta["traceparent"], want)
+	}
+	if fail := spans[1]; fail.Status().Code != codes.Error || attrValue(fail.Attributes(), "error.type") != "tool_error" {
+		t.Errorf("failed call's span: status %v, attributes %v", fail.Status(), fail.Attributes())
+	}
+}
+
+func attrValue(kvs []attribute.KeyValue, key string) string {
+	for _, kv := range kvs {
+		if string(kv.Key) == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
 }
