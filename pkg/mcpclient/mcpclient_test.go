@@ -351,6 +351,13 @@ func TestTraceContextInMeta(t *testing.T) {
 // loopback; requests must carry the header X-Token: secret.
 func httpServer(t *testing.T) string {
 	t.Helper()
+	url, _ := httpServerStoppable(t)
+	return url
+}
+
+// httpServerStoppable is httpServer, with a function that stops it.
+func httpServerStoppable(t *testing.T) (string, func()) {
+	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "http-test", Version: "0.1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "hello"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello over http"}}}, nil, nil
@@ -369,7 +376,7 @@ func httpServer(t *testing.T) string {
 	})}
 	go hs.Serve(lis)
 	t.Cleanup(func() { hs.Close() })
-	return "http://" + lis.Addr().String() + "/mcp"
+	return "http://" + lis.Addr().String() + "/mcp", func() { hs.Close() }
 }
 
 func TestHTTPServer(t *testing.T) {
@@ -475,4 +482,49 @@ func attrValue(kvs []attribute.KeyValue, key string) string {
 		}
 	}
 	return ""
+}
+
+// TestHTTPServerGoneAndBack: a call to an HTTP server that went away is an
+// error result, and once the server is back the next call reconnects.
+func TestHTTPServerGoneAndBack(t *testing.T) {
+	e := env(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	serve := func(lis net.Listener) *http.Server {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "flaky"}, nil)
+		mcp.AddTool(srv, &mcp.Tool{Name: "ping"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil, nil
+		})
+		// Stateless: a server that is closed keeps no session behind.
+		hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})}
+		go hs.Serve(lis)
+		return hs
+	}
+	hs := serve(lis)
+	s := start(t, e, mcpclient.Servers{"web": {Type: "http", URL: "http://" + addr + "/mcp"}}, nil)
+	ping := find(t, s, "mcp__web__ping")
+	if r := run(t, context.Background(), e, ping, "p1", `{}`, nil); r.TextContent() != "pong" {
+		t.Fatalf("ping = %+v", r)
+	}
+	hs.Close()
+	r := run(t, context.Background(), e, ping, "p2", `{}`, nil)
+	if !r.IsError || !strings.Contains(r.TextContent(), `The MCP server "web" stopped during the call`) {
+		t.Fatalf("ping to a server that is gone = %+v", r)
+	}
+	if st := s.Status()[0]; st.State != mcpclient.StateDisconnected {
+		t.Fatalf("status = %+v", st)
+	}
+	// Back on the same address, with sessions of its own: a new one.
+	lis, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs = serve(lis)
+	defer hs.Close()
+	if r := run(t, context.Background(), e, ping, "p3", `{}`, nil); r.IsError || r.TextContent() != "pong" {
+		t.Fatalf("ping after the server came back = %+v", r)
+	}
 }

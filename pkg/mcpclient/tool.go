@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -186,9 +187,13 @@ func (t *mcpTool) run(ctx context.Context, span trace.Span, env *tool.Env, call 
 		return interrupted()
 	case errors.Is(context.Cause(callCtx), errCallTimeout):
 		return tool.UseError(tool.OutcomeTimeout, fmt.Sprintf("The MCP tool call timed out after %s and was cancelled.", timeout.Round(time.Millisecond)))
-	case errors.As(err, &rpcErr):
-		// The server answered with an error: the connection is fine.
-		return tool.Error(fmt.Sprintf("MCP error %d: %s", rpcErr.Code, rpcErr.Message))
+	case !broken(c, err):
+		// The server answered with an error, or the answer was unusable:
+		// the connection is fine.
+		if errors.As(err, &rpcErr) {
+			return tool.Error(fmt.Sprintf("MCP error %d: %s", rpcErr.Code, rpcErr.Message))
+		}
+		return tool.Error(fmt.Sprintf("MCP error: %v", err))
 	}
 	// The connection broke: the server died or went away.
 	t.srv.lost(c)
@@ -197,6 +202,29 @@ func (t *mcpTool) run(ctx context.Context, span trace.Span, env *tool.Env, call 
 		reason = err.Error()
 	}
 	return tool.Error(fmt.Sprintf("The MCP server %q stopped during the call: %s", t.srv.name, reason))
+}
+
+// codeRejected is the JSON-RPC error the SDK gives a request its
+// transport could not deliver (an HTTP server that is gone, for one).
+const codeRejected = -32005
+
+// broken reports whether err means that the connection c is gone: its
+// stream ended (a stdio server exited), the transport could not deliver
+// the request, or the server forgot the session.
+func broken(c *connection, err error) bool {
+	var rpcErr *jsonrpc.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, mcp.ErrSessionMissing):
+		return true
+	case errors.As(err, &rpcErr):
+		return rpcErr.Code == codeRejected
+	}
+	select {
+	case <-c.done:
+		return true
+	case <-time.After(100 * time.Millisecond):
+		return false
+	}
 }
 
 // interrupted is the result of a call whose context ended; the executor
