@@ -532,3 +532,16 @@ func processesOf(path string) []string {
 	}
 	return pids
 }
+
+func TestServeRejectsUnusableMCPConfig(t *testing.T) {
+	for _, cfg := range []string{
+		`{"mcpServers":{"x":{"type":"http"}}}`,
+		`{"mcpServers":{"x":{"command":"srv","env":{"TOKEN":"${TOOLWIRE_TEST_UNSET_VARIABLE}"}}}}`,
+		`{"servers":{}}`,
+	} {
+		out, err := exec.Command(toolsvcBin, "serve", "--listen", "127.0.0.1:0", "--root", t.TempDir(), "--mcp-config", cfg).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "--mcp-config") {
+			t.Errorf("toolsvc accepted %s: %v\n%s", cfg, err, out)
+		}
+	}
+}
