@@ -41,6 +41,9 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	completion := fs.Bool("completion-order", false, "print results in completion order instead of tool_use order")
 	mode := fs.String("permission-mode", "bypassPermissions", "session permission mode: default, acceptEdits, plan or bypassPermissions (operator rules of the executor still apply)")
 	askAnswer := fs.String("ask", "deny", `answer to permission requests: "allow" (once) or "deny"`)
+	listTools := fs.Bool("list-tools", false, "print the session's tools (built-in, then MCP) and MCP servers as JSON instead of running calls; stdin is not read")
+	var mcpConfigs listFlag
+	fs.Var(&mcpConfigs, "mcp-config", `MCP servers of the session, as JSON or a file in Claude Code's shape ({"mcpServers": {...}}); ${VAR} is expanded from this environment (repeatable)`)
 	config := executorFlags(fs)
 	security := rpcauth.RegisterClientFlags(fs, "")
 	fs.Usage = func() {
@@ -70,9 +73,15 @@ Flags:
 		fmt.Fprintln(stderr, "toolsvc call: give exactly one of --addr or --embedded")
 		return errUsage
 	}
-	uses, err := readToolUses(stdin)
+	mcpServers, err := loadMCPConfigs(mcpConfigs, false)
 	if err != nil {
 		return err
+	}
+	var uses []*executorv1.ToolUse
+	if !*listTools {
+		if uses, err = readToolUses(stdin); err != nil {
+			return err
+		}
 	}
 	errLog := slog.New(slog.NewTextHandler(stderr, nil))
 	shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "toolsvc-call", ServiceVersion: version, Logger: errLog})
@@ -135,8 +144,12 @@ Flags:
 	}
 	open := &executorv1.Open{
 		SessionId: *sessionID, Workspace: *workspace, ClientName: "toolsvc call", ClientVersion: version,
-		Options:  &executorv1.SessionOptions{ResultOrder: order},
-		Settings: settingspb.ToProto(settings.Settings{Permissions: settings.Permissions{DefaultMode: pmode}}),
+		Options:    &executorv1.SessionOptions{ResultOrder: order},
+		Settings:   settingspb.ToProto(settings.Settings{Permissions: settings.Permissions{DefaultMode: pmode}}),
+		McpServers: execgrpc.MCPServersToProto(mcpServers),
+	}
+	if *listTools {
+		return printTools(ctx, client, open, stdout)
 	}
 	results, err := runCalls(ctx, client, open, uses, answer, progressWriter(*progress, stderr))
 	if err != nil {
@@ -338,4 +351,51 @@ func inputText(raw json.RawMessage) string {
 		return "{}"
 	}
 	return string(raw)
+}
+
+// printTools opens a session, prints its tools (ListTools with the
+// session's id: built-in tools, then MCP tools) and its MCP servers (from
+// Hello) as one JSON object, and ends the session.
+func printTools(ctx context.Context, client executorv1.ExecutorServiceClient, open *executorv1.Open, stdout io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := client.Execute(ctx)
+	if err != nil {
+		return fmt.Errorf("open Execute stream: %w", err)
+	}
+	if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: open}}); err != nil {
+		return fmt.Errorf("send open: %w", streamErr(stream, err))
+	}
+	ev, err := stream.Recv()
+	if err != nil {
+		return fmt.Errorf("receive hello: %w", err)
+	}
+	hello := ev.GetHello()
+	list, err := client.ListTools(ctx, &executorv1.ListToolsRequest{SessionId: hello.GetSessionId()})
+	if err != nil {
+		return fmt.Errorf("list tools: %w", err)
+	}
+	if err := stream.CloseSend(); err == nil {
+		for {
+			if _, err := stream.Recv(); err != nil {
+				break
+			}
+		}
+	}
+	out := struct {
+		Tools      []json.RawMessage `json:"tools"`
+		MCPServers []json.RawMessage `json:"mcp_servers"`
+	}{Tools: []json.RawMessage{}, MCPServers: []json.RawMessage{}}
+	for _, t := range list.GetTools() {
+		b, _ := protojson.Marshal(t)
+		out.Tools = append(out.Tools, b)
+	}
+	for _, st := range hello.GetMcpServers() {
+		b, _ := protojson.Marshal(st)
+		out.MCPServers = append(out.MCPServers, b)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/executor"
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/settings"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -44,6 +46,8 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		fileSize     = fs.Int64("limit-file-size", 0, "largest file a tool process may write, in bytes (0: unlimited)")
 		openFiles    = fs.Int("limit-open-files", 0, "open files of each tool process (0: unlimited)")
 		settingsFile = fs.String("settings", "", "operator settings file (Claude Code settings.json shape): permission rules, mode and hooks every session gets and cannot loosen")
+		mcpTimeout   = fs.Duration("mcp-timeout", mcpclient.DefaultStartTimeout, "how long each MCP server of a session may take to start and list its tools; the session's Hello waits for them this long at most")
+		mcpMaxOutput = fs.Int("mcp-max-output-tokens", envInt("MAX_MCP_OUTPUT_TOKENS", mcpclient.DefaultMaxOutputTokens), "largest MCP tool output, in tokens of 4 characters, before it is cut and saved to a file (env MAX_MCP_OUTPUT_TOKENS)")
 		traceContent = fs.Bool("trace-content", envBool(executor.TraceContentEnv), "record tool inputs and results (cut to 8 KiB) on the run_tool spans; they may hold secrets (env "+executor.TraceContentEnv+")")
 		readOnly     listFlag
 		readWrite    listFlag
@@ -102,6 +106,7 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 			cfg.SessionUIDs = sandbox.UIDRange{}
 		}
 		cfg.TraceContent = *traceContent
+		cfg.MCP.StartTimeout, cfg.MCP.MaxOutputTokens = *mcpTimeout, *mcpMaxOutput
 		return cfg, nil
 	}
 }
@@ -132,4 +137,29 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// loadMCPConfigs reads --mcp-config values (JSON or files) into one set of
+// servers, later ones replacing earlier ones of the same name, with ${VAR}
+// expanded from this process's environment. With strict, every server must
+// be usable; else the session reports those that are not.
+func loadMCPConfigs(args []string, strict bool) (mcpclient.Servers, error) {
+	var sets []mcpclient.Servers
+	for _, a := range args {
+		s, err := mcpclient.Load(a)
+		if err != nil {
+			return nil, fmt.Errorf("--mcp-config: %w", err)
+		}
+		sets = append(sets, s)
+	}
+	servers, err := mcpclient.Merge(sets...).Expand(os.LookupEnv)
+	if err != nil {
+		return nil, fmt.Errorf("--mcp-config: %w", err)
+	}
+	for _, name := range servers.Names() {
+		if err := servers[name].Validate(); err != nil && strict {
+			return nil, fmt.Errorf("--mcp-config: server %q: %w", name, err)
+		}
+	}
+	return servers, nil
 }

@@ -30,6 +30,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	config := executorFlags(fs)
 	sessionProcs := fs.Uint64("session-processes", sandbox.DefaultSessionProcesses, "processes each tool user (each session's, with --session-uids) may have at once, fork bombs included (RLIMIT_NPROC, inherited by every tool process; set only when toolsvc runs as root; never raised above what toolsvc was started with; 0: leave it)")
 	security := rpcauth.RegisterServerFlags(fs)
+	var mcpConfigs listFlag
+	fs.Var(&mcpConfigs, "mcp-config", `MCP servers every session gets and cannot remove, as JSON or a file in Claude Code's shape ({"mcpServers": {...}}); ${VAR} is expanded from toolsvc's environment (repeatable)`)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: toolsvc serve [flags]\n\nServes ExecutorService (gRPC) until SIGTERM or SIGINT.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -55,6 +57,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg.Logger = log
+	if cfg.MCP.Servers, err = loadMCPConfigs(mcpConfigs, true); err != nil {
+		return err
+	}
 	if err := sandbox.BecomeSubreaper(); err != nil {
 		return fmt.Errorf("become child subreaper: %w", err)
 	}

@@ -144,6 +144,53 @@ func TestPythonExample(t *testing.T) {
 	}
 }
 
+// TestPythonExampleMCP runs the example with the example MCP server
+// (examples/mcp/server) as the session's server: Hello lists it and its
+// tools, and the MCP calls run with progress, next to the built-in ones.
+func TestPythonExampleMCP(t *testing.T) {
+	requirePythonGRPC(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testBudget(t))
+	defer cancel()
+	binDir, workspace, sockDir := t.TempDir(), t.TempDir(), t.TempDir()
+	openToSandboxUser(t, workspace)
+	toolsvc := buildToolsvc(ctx, t, binDir)
+	// The sandbox runs programs from the workspace (and the system).
+	server := filepath.Join(workspace, "bin", "example-mcp")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", server, "github.com/toolwire/toolwire/examples/mcp/server").CombinedOutput(); err != nil {
+		t.Fatalf("build the example MCP server: %v\n%s", err, out)
+	}
+	if err := os.Chmod(filepath.Dir(server), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(sockDir, "toolsvc.sock")
+	startServer(ctx, t, toolsvc, sock, workspace)
+
+	cmd := exec.CommandContext(ctx, python, "toolwire_example.py", "unix://"+sock, "--mcp-command", server)
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("python example: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"mcp server example: connected\n", "mcp tools: mcp__example__add, ", "progress toolu_py_07_mcp_slow: [1/2] step 1\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	_, results := parseOutput(t, out)
+	if got := results["toolu_py_06_mcp_echo"]; len(got) != 1 || got[0].isError() || got[0].text(t) != "hi from mcp" {
+		t.Errorf("mcp echo: %+v", got)
+	}
+	if got := results["toolu_py_07_mcp_slow"]; len(got) != 1 || got[0].isError() || got[0].text(t) != "counted 2 steps" {
+		t.Errorf("mcp slow: %+v", got)
+	}
+	if got := results["toolu_py_04_bash"]; len(got) != 1 || got[0].text(t) != "hi" {
+		t.Errorf("the built-in calls still run: %+v", got)
+	}
+}
+
 // openToSandboxUser lets an unprivileged user reach and write dir. Run as
 // root, toolsvc runs tool processes as such a user (nobody by default) and
 // refuses a workspace that user cannot use, while t.TempDir makes its
@@ -357,7 +404,8 @@ func parseOutput(t *testing.T, out string) (map[string]bool, map[string][]toolRe
 				t.Fatalf("bad JSON line %q: %v", line, err)
 			}
 			results[r.ToolUseID] = append(results[r.ToolUseID], r)
-		case line == "":
+		case line == "", strings.HasPrefix(line, "mcp "), strings.HasPrefix(line, "progress "):
+			// MCP lines: see TestPythonExampleMCP.
 		default:
 			t.Errorf("unexpected output line %q", line)
 		}

@@ -9,6 +9,7 @@ call has exactly one result.
 
     /usr/bin/python3 toolwire_example.py unix:///tmp/toolsvc.sock
     /usr/bin/python3 toolwire_example.py 127.0.0.1:7070
+    /usr/bin/python3 toolwire_example.py unix:///tmp/toolsvc.sock --mcp-command /srv/bin/example-mcp
 
 Needs grpcio and protobuf (Debian: python3-grpcio, python3-protobuf) and the
 stubs in gen/python of this repository (found relative to this file, or set
@@ -52,14 +53,16 @@ class _StreamEnd:
         self.error = error
 
 
-def build_batch(workspace):
+def build_batch(workspace, mcp_tools=()):
     """Returns the (id, tool name, input) triples of one assistant message.
 
     File tools want absolute paths on the executor's side, so they are built
-    from the session workspace that Hello reports.
+    from the session workspace that Hello reports. With the example MCP
+    server's tools in the session (mcp_tools, from Hello), two MCP calls
+    come too.
     """
     path = posixpath.join(workspace, "hello.txt")
-    return [
+    batch = [
         ("toolu_py_01_write", "Write", {"file_path": path, "content": "hello from python\n"}),
         ("toolu_py_02_read", "Read", {"file_path": path}),
         ("toolu_py_03_glob", "Glob", {"pattern": "*.txt"}),
@@ -68,6 +71,25 @@ def build_batch(workspace):
         # is_error result, never with an RPC error.
         ("toolu_py_05_bad", "Read", {"limit": 5}),
     ]
+    if MCP_ECHO in mcp_tools:
+        batch.append(("toolu_py_06_mcp_echo", MCP_ECHO, {"text": "hi from mcp"}))
+    if MCP_SLOW in mcp_tools:
+        batch.append(("toolu_py_07_mcp_slow", MCP_SLOW, {"steps": 2, "delay_ms": 50}))
+    return batch
+
+
+# The example MCP server's tools as the session names them, when it is
+# configured as server "example" (--mcp-command).
+MCP_ECHO = "mcp__example__echo"
+MCP_SLOW = "mcp__example__slow"
+
+
+def mcp_servers(command):
+    """Returns Open.mcp_servers with the example MCP server, or nothing."""
+    if not command:
+        return {}
+    # The same shape as Claude Code's {"mcpServers": {"example": {"command": ...}}}.
+    return {"example": pb.McpServerConfig(command=command)}
 
 
 def tool_result_block(result):
@@ -147,7 +169,7 @@ class Session:
         return ev
 
 
-def run(address, deadline_s, verbose):
+def run(address, deadline_s, verbose, mcp_command=None):
     """Runs the example against address; returns the process exit status."""
     def log(msg):
         if verbose:
@@ -170,6 +192,7 @@ def run(address, deadline_s, verbose):
                 client_name=CLIENT_NAME,
                 client_version=CLIENT_VERSION,
                 options=pb.SessionOptions(result_order=pb.RESULT_ORDER_TOOL_USE),
+                mcp_servers=mcp_servers(mcp_command),
             )
         )
         first = session.next_event(remaining())
@@ -181,7 +204,16 @@ def run(address, deadline_s, verbose):
         log(f"session {hello.session_id} on executor {hello.executor_version}, "
             f"workspace {hello.workspace}, sandbox {hello.sandbox.backend}")
 
-        batch = build_batch(hello.workspace)
+        # Hello lists the session's MCP servers and their tools; a model
+        # client offers those tools after the built-in ones.
+        for server in hello.mcp_servers:
+            state = pb.McpServerState.Name(server.state).removeprefix("MCP_SERVER_STATE_").lower()
+            print(f"mcp server {server.name}: {state}" + (f" ({server.error})" if server.error else ""))
+        mcp_tools = [t.name for t in hello.mcp_tools]
+        if mcp_tools:
+            print("mcp tools: " + ", ".join(mcp_tools))
+
+        batch = build_batch(hello.workspace, mcp_tools)
         for tool_use_id, name, tool_input in batch:
             session.send(
                 tool_use=pb.ToolUse(
@@ -217,6 +249,10 @@ def run(address, deadline_s, verbose):
                 )
             elif kind == "progress":
                 log(f"progress {ev.progress.tool_use_id}: {ev.progress.output!r}")
+                if ev.progress.tool_use_id.startswith("toolu_py_07"):
+                    print(f"progress {ev.progress.tool_use_id}: {ev.progress.output.decode().strip()}", flush=True)
+            elif kind == "mcp_tools_changed":
+                log("mcp tools now: " + ", ".join(t.name for t in ev.mcp_tools_changed.tools))
             else:
                 log(f"#{ev.sequence} {kind}")
 
@@ -250,9 +286,12 @@ def main(argv=None):
                         help="seconds the whole run may take (default 60)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="log stream events to stderr")
+    parser.add_argument("--mcp-command",
+                        help="path (on the executor) of the example MCP server, "
+                             "examples/mcp/server, to add as the session's server \"example\"")
     args = parser.parse_args(argv)
     try:
-        return run(args.address, args.deadline, args.verbose)
+        return run(args.address, args.deadline, args.verbose, args.mcp_command)
     except ProtocolError as err:
         print(f"protocol error: {err}", file=sys.stderr)
     except grpc.RpcError as err:

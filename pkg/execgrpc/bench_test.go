@@ -87,13 +87,18 @@ type benchSession struct {
 }
 
 func (e *benchEnv) session(b *testing.B) *benchSession {
+	return e.sessionWith(b, &executorv1.Open{
+		Options: &executorv1.SessionOptions{ResultOrder: executorv1.ResultOrder_RESULT_ORDER_COMPLETION}})
+}
+
+// sessionWith is session with the given Open.
+func (e *benchEnv) sessionWith(b *testing.B, open *executorv1.Open) *benchSession {
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := e.client.Execute(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: &executorv1.Open{
-		Options: &executorv1.SessionOptions{ResultOrder: executorv1.ResultOrder_RESULT_ORDER_COMPLETION}}}}); err != nil {
+	if err := s.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: open}}); err != nil {
 		b.Fatal(err)
 	}
 	bs := &benchSession{b: b, s: s, cancel: cancel, results: make(chan *executorv1.Result, 1024), started: make(chan string, 1024)}

@@ -130,6 +130,8 @@ func eventToProto(ev *executor.Event) *executorv1.ExecuteResponse {
 			Resumed:         h.Resumed,
 			LastSequence:    h.LastSequence,
 			Workspace:       h.Workspace,
+			McpServers:      mcpStatusToProto(h.MCPServers),
+			McpTools:        toolSpecsToProto(h.MCPTools),
 		}}
 	case ev.Accepted != nil:
 		a := ev.Accepted
@@ -161,6 +163,9 @@ func eventToProto(ev *executor.Event) *executorv1.ExecuteResponse {
 			n.ExitCode = proto.Int32(int32(*t.ExitCode))
 		}
 		r.Event = &executorv1.ExecuteResponse_TaskNotification{TaskNotification: n}
+	case ev.MCPToolsChanged != nil:
+		r.Event = &executorv1.ExecuteResponse_McpToolsChanged{McpToolsChanged: &executorv1.McpToolsChanged{
+			Servers: mcpStatusToProto(ev.MCPToolsChanged.Servers), Tools: toolSpecsToProto(ev.MCPToolsChanged.Tools)}}
 	}
 	return r
 }

@@ -31,13 +31,18 @@ func NewServer(ex *executor.Executor, log *slog.Logger) *Server {
 	return &Server{ex: ex, log: log}
 }
 
-// ListTools returns the tools offered to the model, sorted by name.
-func (s *Server) ListTools(ctx context.Context, _ *executorv1.ListToolsRequest) (*executorv1.ListToolsResponse, error) {
-	resp := &executorv1.ListToolsResponse{}
-	for _, spec := range s.ex.Tools() {
-		resp.Tools = append(resp.Tools, toolSpecToProto(spec))
+// ListTools returns the tools offered to the model: the built-in ones
+// sorted by name, and with a session id that session's MCP tools after
+// them.
+func (s *Server) ListTools(ctx context.Context, req *executorv1.ListToolsRequest) (*executorv1.ListToolsResponse, error) {
+	specs := s.ex.Tools()
+	if id := req.GetSessionId(); id != "" {
+		var err error
+		if specs, err = s.ex.SessionTools(id); err != nil {
+			return nil, toStatus(err)
+		}
 	}
-	return resp, nil
+	return &executorv1.ListToolsResponse{Tools: toolSpecsToProto(specs)}, nil
 }
 
 // Execute serves one session stream: the first client message opens or
@@ -73,6 +78,7 @@ func (s *Server) Execute(stream executorv1.ExecutorService_ExecuteServer) error 
 			Options:       optionsFromProto(o.GetOptions()),
 			ClientName:    o.GetClientName(),
 			ClientVersion: o.GetClientVersion(),
+			MCPServers:    MCPServersFromProto(o.GetMcpServers()),
 		})
 	case *executorv1.ExecuteRequest_Resume:
 		resumed, after = true, m.Resume.GetLastSequence()

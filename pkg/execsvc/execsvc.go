@@ -68,6 +68,9 @@ type Config struct {
 	Version string
 	// Logger receives logs; nil discards.
 	Logger *slog.Logger
+	// MCP configures the MCP servers of sessions: the operator's, which
+	// every session gets, their start timeout and output cap.
+	MCP executor.MCPConfig
 }
 
 // Tools returns the built-in tools, hidden aliases included.
@@ -116,6 +119,7 @@ func New(cfg Config) (*executor.Executor, error) {
 		Operator:          cfg.Operator,
 		Version:           cfg.Version,
 		Logger:            cfg.Logger,
+		MCP:               cfg.MCP,
 	})
 }
 

@@ -3,6 +3,7 @@ package executor
 import (
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
@@ -108,6 +109,7 @@ type Event struct {
 	Result            *CallResult
 	AbortAck          *AbortAck
 	Task              *tool.TaskNotice
+	MCPToolsChanged   *MCPToolsChanged
 }
 
 // Hello describes the session and what the executor enforces.
@@ -121,6 +123,17 @@ type Hello struct {
 	Resumed        bool
 	LastSequence   uint64
 	Workspace      string
+	// MCPServers are the session's MCP servers with their state.
+	MCPServers []mcpclient.ServerStatus
+	// MCPTools are the session's MCP tools, sorted by name.
+	MCPTools []tool.Spec
+}
+
+// MCPToolsChanged gives the session's MCP servers and its complete list of
+// MCP tools after they changed.
+type MCPToolsChanged struct {
+	Servers []mcpclient.ServerStatus
+	Tools   []tool.Spec
 }
 
 // SandboxInfo says how calls are confined.

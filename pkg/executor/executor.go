@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/queue"
 	"github.com/toolwire/toolwire/pkg/schema"
 	"github.com/toolwire/toolwire/pkg/settings"
@@ -72,6 +73,20 @@ type Config struct {
 	// run_tool span. Off by default: inputs and outputs may hold secrets.
 	// TOOLWIRE_TRACE_CONTENT=true turns it on too.
 	TraceContent bool
+	// MCP configures the MCP servers of sessions.
+	MCP MCPConfig
+}
+
+// MCPConfig is the operator's MCP configuration.
+type MCPConfig struct {
+	// Servers are the operator's MCP servers: every session gets them
+	// (started in its own sandbox) and cannot remove or replace them.
+	Servers mcpclient.Servers
+	// StartTimeout bounds the start of each MCP server of a session; Open
+	// waits for them at most this long (default 10 s).
+	StartTimeout time.Duration
+	// MaxOutputTokens caps an MCP tool's output (default 25,000 tokens).
+	MaxOutputTokens int
 }
 
 // Executor owns the tools and the sessions of one toolsvc.
@@ -170,6 +185,8 @@ type OpenRequest struct {
 	Settings settings.Settings
 	// ClientName and ClientVersion identify the client in logs.
 	ClientName, ClientVersion string
+	// MCPServers are the session's own MCP servers.
+	MCPServers mcpclient.Servers
 }
 
 // Open starts a session.
@@ -232,6 +249,7 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 	}
 	s.sandbox = sandboxInfo
 	env.Notify = func(n tool.TaskNotice) { s.out.push(&Event{Time: time.Now(), Task: &n}) }
+	s.startMCP(ctx, req.MCPServers)
 	e.mu.Lock()
 	e.sessions[id] = s
 	e.mu.Unlock()
@@ -268,7 +286,20 @@ func (e *Executor) hello(s *Session, resumed bool) *Hello {
 		Retention:      e.cfg.Retention,
 		Resumed:        resumed,
 		Workspace:      s.env.Files.Dir(),
+		MCPServers:     s.mcp.Status(),
+		MCPTools:       s.mcpSpecs(),
 	}
+}
+
+// SessionTools returns the tools offered to the model in session id: the
+// built-in tools sorted by name, then the session's MCP tools sorted by
+// name.
+func (e *Executor) SessionTools(id string) ([]tool.Spec, error) {
+	s, err := e.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	return append(e.Tools(), s.mcpSpecs()...), nil
 }
 
 // Sessions returns the number of live sessions.

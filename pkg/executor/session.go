@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/queue"
 	"github.com/toolwire/toolwire/pkg/schema"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -85,6 +86,12 @@ type Session struct {
 	out     *outbox
 	log     *slog.Logger
 	sandbox SandboxInfo
+	mcp     *mcpclient.Set // nil without MCP servers
+
+	mcpChangeMu sync.Mutex // serialises reports of MCP tool changes
+
+	toolsMu  sync.RWMutex // guards mcpTools
+	mcpTools map[string]*registered
 
 	mu        sync.Mutex // guards the fields below
 	calls     map[string]*call
@@ -142,7 +149,7 @@ func (s *Session) Submit(ctx context.Context, use ToolUse) error {
 	}
 	s.mu.Unlock()
 
-	c.tool = s.ex.lookup(use.Name)
+	c.tool = s.lookup(use.Name)
 	if c.tool == nil {
 		_, span := s.ex.tel.tracer.Start(c.ctx, spanValidate)
 		fail(span, errValidation, "no tool has that name")

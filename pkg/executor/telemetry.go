@@ -242,10 +242,17 @@ func fail(span trace.Span, errType, msg string) {
 	span.SetStatus(codes.Error, msg)
 }
 
+// mcpTool is the metric label of every MCP tool: their names come from
+// the servers a client configures, so they are not bounded.
+const mcpTool = "_MCP"
+
 // metricToolName is the tool name label of c.
 func (c *call) metricToolName() string {
-	if c.tool == nil {
+	switch {
+	case c.tool == nil:
 		return otherTool
+	case strings.HasPrefix(c.tool.spec.Name, mcpToolPrefix):
+		return mcpTool
 	}
 	return c.tool.spec.Name
 }

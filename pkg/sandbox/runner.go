@@ -56,6 +56,10 @@ type Cmd struct {
 	Env []string
 	// Stdin is the standard input; nil means /dev/null.
 	Stdin io.Reader
+	// Stderr, when set, receives the standard error instead of the output
+	// pipe, for programs whose stdout is a protocol (MCP servers). The
+	// caller closes its copy after Start.
+	Stderr *os.File
 }
 
 // NewRunner checks cfg against the kernel and prepares a runner whose
@@ -384,8 +388,12 @@ func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) 
 	defer outW.Close()
 	p := &Process{r: r, out: outR, done: make(chan struct{})}
 	stdin, err := p.stdinFile(c.Stdin)
+	errW := outW
+	if c.Stderr != nil {
+		errW = c.Stderr
+	}
 	if err == nil {
-		err = r.givePipe(outW, p.stdinChild)
+		err = r.givePipe(outW, p.stdinChild, c.Stderr)
 	}
 	if err != nil {
 		p.closeStdin()
@@ -409,7 +417,7 @@ func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) 
 	req := &spawnReq{
 		path:   path,
 		argv:   c.Args,
-		attr:   &os.ProcAttr{Dir: dir, Env: env, Files: []*os.File{stdin, outW, outW}, Sys: sys},
+		attr:   &os.ProcAttr{Dir: dir, Env: env, Files: []*os.File{stdin, outW, errW}, Sys: sys},
 		limits: r.rlimits,
 	}
 	if r.cg != nil {

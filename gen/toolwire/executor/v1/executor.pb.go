@@ -369,6 +369,65 @@ func (PermissionBehavior) EnumDescriptor() ([]byte, []int) {
 	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{5}
 }
 
+// McpServerState is the connection state of an MCP server.
+type McpServerState int32
+
+const (
+	// Not used.
+	McpServerState_MCP_SERVER_STATE_UNSPECIFIED McpServerState = 0
+	// Answered initialize and listed its tools.
+	McpServerState_MCP_SERVER_STATE_CONNECTED McpServerState = 1
+	// Unusable configuration, could not be started, or did not answer in
+	// time. It offers no tools.
+	McpServerState_MCP_SERVER_STATE_FAILED McpServerState = 2
+	// Was connected and went away (its process exited). Its tools stay; the
+	// next call starts it again.
+	McpServerState_MCP_SERVER_STATE_DISCONNECTED McpServerState = 3
+)
+
+// Enum value maps for McpServerState.
+var (
+	McpServerState_name = map[int32]string{
+		0: "MCP_SERVER_STATE_UNSPECIFIED",
+		1: "MCP_SERVER_STATE_CONNECTED",
+		2: "MCP_SERVER_STATE_FAILED",
+		3: "MCP_SERVER_STATE_DISCONNECTED",
+	}
+	McpServerState_value = map[string]int32{
+		"MCP_SERVER_STATE_UNSPECIFIED":  0,
+		"MCP_SERVER_STATE_CONNECTED":    1,
+		"MCP_SERVER_STATE_FAILED":       2,
+		"MCP_SERVER_STATE_DISCONNECTED": 3,
+	}
+)
+
+func (x McpServerState) Enum() *McpServerState {
+	p := new(McpServerState)
+	*p = x
+	return p
+}
+
+func (x McpServerState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (McpServerState) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolwire_executor_v1_executor_proto_enumTypes[6].Descriptor()
+}
+
+func (McpServerState) Type() protoreflect.EnumType {
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[6]
+}
+
+func (x McpServerState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use McpServerState.Descriptor instead.
+func (McpServerState) EnumDescriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
+}
+
 // Protection is one kind of confinement.
 type Protection int32
 
@@ -444,11 +503,11 @@ func (x Protection) String() string {
 }
 
 func (Protection) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[6].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[7].Descriptor()
 }
 
 func (Protection) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[6]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[7]
 }
 
 func (x Protection) Number() protoreflect.EnumNumber {
@@ -457,7 +516,7 @@ func (x Protection) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Protection.Descriptor instead.
 func (Protection) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
 }
 
 // Outcome classifies how a call ended.
@@ -529,11 +588,11 @@ func (x Outcome) String() string {
 }
 
 func (Outcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[7].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[8].Descriptor()
 }
 
 func (Outcome) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[7]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[8]
 }
 
 func (x Outcome) Number() protoreflect.EnumNumber {
@@ -542,7 +601,7 @@ func (x Outcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Outcome.Descriptor instead.
 func (Outcome) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
 }
 
 // Concurrency is a tool's concurrency class.
@@ -586,11 +645,11 @@ func (x Concurrency) String() string {
 }
 
 func (Concurrency) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[8].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[9].Descriptor()
 }
 
 func (Concurrency) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[8]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[9]
 }
 
 func (x Concurrency) Number() protoreflect.EnumNumber {
@@ -599,7 +658,7 @@ func (x Concurrency) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Concurrency.Descriptor instead.
 func (Concurrency) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
 }
 
 // ExecuteRequest is one client-to-executor message on the Execute stream.
@@ -760,6 +819,14 @@ type Open struct {
 	ClientName string `protobuf:"bytes,5,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`
 	// Version of the client program, for logs.
 	ClientVersion string `protobuf:"bytes,6,opt,name=client_version,json=clientVersion,proto3" json:"client_version,omitempty"`
+	// MCP servers of this session, by name, in the shape of Claude Code's
+	// "mcpServers" (--mcp-config, .mcp.json). Their tools join the session's
+	// pool as mcp__<server>__<tool> and are listed in Hello. The executor's
+	// own (operator) servers come too; a server of the same name here is
+	// refused. The executor expands no ${VAR} here: a client expands them
+	// from its own environment before it sends them. A server that cannot be
+	// used is reported in Hello and never fails the Open.
+	McpServers    map[string]*McpServerConfig `protobuf:"bytes,10,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -836,6 +903,108 @@ func (x *Open) GetClientVersion() string {
 	return ""
 }
 
+func (x *Open) GetMcpServers() map[string]*McpServerConfig {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
+// McpServerConfig configures one MCP server: a stdio server (command, args,
+// env), started inside the session's sandbox, or a remote one (type "http"
+// or "sse", url, headers), reached by the executor.
+type McpServerConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "stdio" (the default when empty), "http" (streamable HTTP) or "sse".
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// Program of a stdio server, looked up in the PATH of the session's
+	// processes.
+	Command string `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
+	// Its arguments.
+	Args []string `protobuf:"bytes,3,rep,name=args,proto3" json:"args,omitempty"`
+	// Variables set for it on top of the sandbox's clean environment.
+	Env map[string]string `protobuf:"bytes,4,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Endpoint of an http or sse server. With the session's network policy
+	// "none", only loopback addresses are allowed.
+	Url string `protobuf:"bytes,5,opt,name=url,proto3" json:"url,omitempty"`
+	// Headers sent with every request to an http or sse server.
+	Headers       map[string]string `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServerConfig) Reset() {
+	*x = McpServerConfig{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServerConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServerConfig) ProtoMessage() {}
+
+func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServerConfig.ProtoReflect.Descriptor instead.
+func (*McpServerConfig) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *McpServerConfig) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *McpServerConfig) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *McpServerConfig) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *McpServerConfig) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *McpServerConfig) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpServerConfig) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
 // SessionOptions tunes how a session schedules and reports calls.
 type SessionOptions struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -858,7 +1027,7 @@ type SessionOptions struct {
 
 func (x *SessionOptions) Reset() {
 	*x = SessionOptions{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[2]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +1039,7 @@ func (x *SessionOptions) String() string {
 func (*SessionOptions) ProtoMessage() {}
 
 func (x *SessionOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[2]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -883,7 +1052,7 @@ func (x *SessionOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOptions.ProtoReflect.Descriptor instead.
 func (*SessionOptions) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{2}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SessionOptions) GetResultOrder() ResultOrder {
@@ -941,7 +1110,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[3]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1122,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[3]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1135,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{3}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Settings) GetAllow() []string {
@@ -1020,7 +1189,7 @@ type Hook struct {
 
 func (x *Hook) Reset() {
 	*x = Hook{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[4]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1201,7 @@ func (x *Hook) String() string {
 func (*Hook) ProtoMessage() {}
 
 func (x *Hook) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[4]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1214,7 @@ func (x *Hook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hook.ProtoReflect.Descriptor instead.
 func (*Hook) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{4}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Hook) GetEvent() HookEvent {
@@ -1083,7 +1252,7 @@ type HookCommand struct {
 
 func (x *HookCommand) Reset() {
 	*x = HookCommand{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[5]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1264,7 @@ func (x *HookCommand) String() string {
 func (*HookCommand) ProtoMessage() {}
 
 func (x *HookCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[5]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1277,7 @@ func (x *HookCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookCommand.ProtoReflect.Descriptor instead.
 func (*HookCommand) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{5}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *HookCommand) GetCommand() string {
@@ -1141,7 +1310,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1322,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1335,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Resume) GetSessionId() string {
@@ -1210,7 +1379,7 @@ type ToolUse struct {
 
 func (x *ToolUse) Reset() {
 	*x = ToolUse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1391,7 @@ func (x *ToolUse) String() string {
 func (*ToolUse) ProtoMessage() {}
 
 func (x *ToolUse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1404,7 @@ func (x *ToolUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolUse.ProtoReflect.Descriptor instead.
 func (*ToolUse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ToolUse) GetId() string {
@@ -1310,7 +1479,7 @@ type Abort struct {
 
 func (x *Abort) Reset() {
 	*x = Abort{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +1491,7 @@ func (x *Abort) String() string {
 func (*Abort) ProtoMessage() {}
 
 func (x *Abort) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +1504,7 @@ func (x *Abort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Abort.ProtoReflect.Descriptor instead.
 func (*Abort) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Abort) GetTarget() isAbort_Target {
@@ -1426,7 +1595,7 @@ type PermissionDecision struct {
 
 func (x *PermissionDecision) Reset() {
 	*x = PermissionDecision{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1607,7 @@ func (x *PermissionDecision) String() string {
 func (*PermissionDecision) ProtoMessage() {}
 
 func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1620,7 @@ func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionDecision.ProtoReflect.Descriptor instead.
 func (*PermissionDecision) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PermissionDecision) GetToolUseId() string {
@@ -1495,6 +1664,7 @@ type ExecuteResponse struct {
 	//	*ExecuteResponse_Result
 	//	*ExecuteResponse_AbortAck
 	//	*ExecuteResponse_TaskNotification
+	//	*ExecuteResponse_McpToolsChanged
 	Event         isExecuteResponse_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1502,7 +1672,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1684,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1527,7 +1697,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{10}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ExecuteResponse) GetSequence() uint64 {
@@ -1623,6 +1793,15 @@ func (x *ExecuteResponse) GetTaskNotification() *TaskNotification {
 	return nil
 }
 
+func (x *ExecuteResponse) GetMcpToolsChanged() *McpToolsChanged {
+	if x != nil {
+		if x, ok := x.Event.(*ExecuteResponse_McpToolsChanged); ok {
+			return x.McpToolsChanged
+		}
+	}
+	return nil
+}
+
 type isExecuteResponse_Event interface {
 	isExecuteResponse_Event()
 }
@@ -1667,6 +1846,12 @@ type ExecuteResponse_TaskNotification struct {
 	TaskNotification *TaskNotification `protobuf:"bytes,10,opt,name=task_notification,json=taskNotification,proto3,oneof"`
 }
 
+type ExecuteResponse_McpToolsChanged struct {
+	// The session's MCP tools changed (a server sent tools/list_changed,
+	// or came back with other tools after a restart).
+	McpToolsChanged *McpToolsChanged `protobuf:"bytes,20,opt,name=mcp_tools_changed,json=mcpToolsChanged,proto3,oneof"`
+}
+
 func (*ExecuteResponse_Hello) isExecuteResponse_Event() {}
 
 func (*ExecuteResponse_Accepted) isExecuteResponse_Event() {}
@@ -1682,6 +1867,8 @@ func (*ExecuteResponse_Result) isExecuteResponse_Event() {}
 func (*ExecuteResponse_AbortAck) isExecuteResponse_Event() {}
 
 func (*ExecuteResponse_TaskNotification) isExecuteResponse_Event() {}
+
+func (*ExecuteResponse_McpToolsChanged) isExecuteResponse_Event() {}
 
 // Hello states what the executor is and enforces.
 type Hello struct {
@@ -1703,14 +1890,20 @@ type Hello struct {
 	// Highest sequence number produced so far in the session.
 	LastSequence uint64 `protobuf:"varint,8,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
 	// Absolute path of the session's working directory on the executor.
-	Workspace     string `protobuf:"bytes,9,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	Workspace string `protobuf:"bytes,9,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	// Every MCP server of the session (the operator's and the Open's), sorted
+	// by name, with its state. Servers that failed are listed with the error.
+	McpServers []*McpServerStatus `protobuf:"bytes,12,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
+	// The session's MCP tools, sorted by name: offer them to the model after
+	// the built-in tools. McpToolsChanged replaces this list.
+	McpTools      []*ToolDefinition `protobuf:"bytes,13,rep,name=mcp_tools,json=mcpTools,proto3" json:"mcp_tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +1915,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +1928,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{11}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Hello) GetSessionId() string {
@@ -1801,6 +1994,187 @@ func (x *Hello) GetWorkspace() string {
 	return ""
 }
 
+func (x *Hello) GetMcpServers() []*McpServerStatus {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
+func (x *Hello) GetMcpTools() []*ToolDefinition {
+	if x != nil {
+		return x.McpTools
+	}
+	return nil
+}
+
+// McpServerStatus describes one MCP server of a session.
+type McpServerStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The server's name as configured; its tools are named
+	// mcp__<name>__<tool> with the name normalised.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// "stdio", "http" or "sse".
+	Transport string `protobuf:"bytes,2,opt,name=transport,proto3" json:"transport,omitempty"`
+	// True for the executor's own servers, which every session gets.
+	Operator bool `protobuf:"varint,3,opt,name=operator,proto3" json:"operator,omitempty"`
+	// Connection state.
+	State McpServerState `protobuf:"varint,4,opt,name=state,proto3,enum=toolwire.executor.v1.McpServerState" json:"state,omitempty"`
+	// Why the server failed or disconnected.
+	Error string `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	// Name the server gave in initialize.
+	ServerName string `protobuf:"bytes,6,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	// Version the server gave in initialize.
+	ServerVersion string `protobuf:"bytes,7,opt,name=server_version,json=serverVersion,proto3" json:"server_version,omitempty"`
+	// Number of its tools in the session's pool.
+	Tools         uint32 `protobuf:"varint,8,opt,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServerStatus) Reset() {
+	*x = McpServerStatus{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServerStatus) ProtoMessage() {}
+
+func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServerStatus.ProtoReflect.Descriptor instead.
+func (*McpServerStatus) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *McpServerStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpServerStatus) GetTransport() string {
+	if x != nil {
+		return x.Transport
+	}
+	return ""
+}
+
+func (x *McpServerStatus) GetOperator() bool {
+	if x != nil {
+		return x.Operator
+	}
+	return false
+}
+
+func (x *McpServerStatus) GetState() McpServerState {
+	if x != nil {
+		return x.State
+	}
+	return McpServerState_MCP_SERVER_STATE_UNSPECIFIED
+}
+
+func (x *McpServerStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *McpServerStatus) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
+func (x *McpServerStatus) GetServerVersion() string {
+	if x != nil {
+		return x.ServerVersion
+	}
+	return ""
+}
+
+func (x *McpServerStatus) GetTools() uint32 {
+	if x != nil {
+		return x.Tools
+	}
+	return 0
+}
+
+// McpToolsChanged gives the session's MCP servers and tools after a
+// change. Use it in the next model request.
+type McpToolsChanged struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every MCP server of the session, as in Hello.
+	Servers []*McpServerStatus `protobuf:"bytes,1,rep,name=servers,proto3" json:"servers,omitempty"`
+	// The complete list of the session's MCP tools, sorted by name; it
+	// replaces the previous list.
+	Tools         []*ToolDefinition `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpToolsChanged) Reset() {
+	*x = McpToolsChanged{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpToolsChanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpToolsChanged) ProtoMessage() {}
+
+func (x *McpToolsChanged) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpToolsChanged.ProtoReflect.Descriptor instead.
+func (*McpToolsChanged) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *McpToolsChanged) GetServers() []*McpServerStatus {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+func (x *McpToolsChanged) GetTools() []*ToolDefinition {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
 // SandboxInfo says how tool calls are confined.
 type SandboxInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1818,7 +2192,7 @@ type SandboxInfo struct {
 
 func (x *SandboxInfo) Reset() {
 	*x = SandboxInfo{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1830,7 +2204,7 @@ func (x *SandboxInfo) String() string {
 func (*SandboxInfo) ProtoMessage() {}
 
 func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1843,7 +2217,7 @@ func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxInfo.ProtoReflect.Descriptor instead.
 func (*SandboxInfo) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{12}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SandboxInfo) GetBackend() string {
@@ -1893,7 +2267,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2279,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2292,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{13}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Limits) GetDefaultTimeout() *durationpb.Duration {
@@ -1974,7 +2348,7 @@ type Accepted struct {
 
 func (x *Accepted) Reset() {
 	*x = Accepted{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2360,7 @@ func (x *Accepted) String() string {
 func (*Accepted) ProtoMessage() {}
 
 func (x *Accepted) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2373,7 @@ func (x *Accepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Accepted.ProtoReflect.Descriptor instead.
 func (*Accepted) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{14}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Accepted) GetToolUseId() string {
@@ -2036,7 +2410,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2048,7 +2422,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2061,7 +2435,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{15}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Started) GetToolUseId() string {
@@ -2101,7 +2475,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2487,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2500,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{16}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Progress) GetToolUseId() string {
@@ -2193,7 +2567,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2205,7 +2579,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2218,7 +2592,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{17}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PermissionRequest) GetToolUseId() string {
@@ -2286,7 +2660,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2672,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2685,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{18}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Result) GetToolUseId() string {
@@ -2400,7 +2774,7 @@ type ContentBlock struct {
 
 func (x *ContentBlock) Reset() {
 	*x = ContentBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2412,7 +2786,7 @@ func (x *ContentBlock) String() string {
 func (*ContentBlock) ProtoMessage() {}
 
 func (x *ContentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2425,7 +2799,7 @@ func (x *ContentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentBlock.ProtoReflect.Descriptor instead.
 func (*ContentBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{19}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ContentBlock) GetBlock() isContentBlock_Block {
@@ -2482,7 +2856,7 @@ type TextBlock struct {
 
 func (x *TextBlock) Reset() {
 	*x = TextBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2494,7 +2868,7 @@ func (x *TextBlock) String() string {
 func (*TextBlock) ProtoMessage() {}
 
 func (x *TextBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2507,7 +2881,7 @@ func (x *TextBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextBlock.ProtoReflect.Descriptor instead.
 func (*TextBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{20}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TextBlock) GetText() string {
@@ -2530,7 +2904,7 @@ type ImageBlock struct {
 
 func (x *ImageBlock) Reset() {
 	*x = ImageBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2542,7 +2916,7 @@ func (x *ImageBlock) String() string {
 func (*ImageBlock) ProtoMessage() {}
 
 func (x *ImageBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2555,7 +2929,7 @@ func (x *ImageBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageBlock.ProtoReflect.Descriptor instead.
 func (*ImageBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{21}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ImageBlock) GetMediaType() string {
@@ -2591,7 +2965,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2603,7 +2977,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2616,7 +2990,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{22}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Timing) GetReceivedAt() *timestamppb.Timestamp {
@@ -2669,7 +3043,7 @@ type Truncation struct {
 
 func (x *Truncation) Reset() {
 	*x = Truncation{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2681,7 +3055,7 @@ func (x *Truncation) String() string {
 func (*Truncation) ProtoMessage() {}
 
 func (x *Truncation) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2694,7 +3068,7 @@ func (x *Truncation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Truncation.ProtoReflect.Descriptor instead.
 func (*Truncation) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{23}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Truncation) GetOriginalBytes() uint64 {
@@ -2731,7 +3105,7 @@ type AbortAck struct {
 
 func (x *AbortAck) Reset() {
 	*x = AbortAck{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2743,7 +3117,7 @@ func (x *AbortAck) String() string {
 func (*AbortAck) ProtoMessage() {}
 
 func (x *AbortAck) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +3130,7 @@ func (x *AbortAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortAck.ProtoReflect.Descriptor instead.
 func (*AbortAck) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{24}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AbortAck) GetAbort() *Abort {
@@ -2795,7 +3169,7 @@ type TaskNotification struct {
 
 func (x *TaskNotification) Reset() {
 	*x = TaskNotification{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2807,7 +3181,7 @@ func (x *TaskNotification) String() string {
 func (*TaskNotification) ProtoMessage() {}
 
 func (x *TaskNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2820,7 +3194,7 @@ func (x *TaskNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskNotification.ProtoReflect.Descriptor instead.
 func (*TaskNotification) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{25}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TaskNotification) GetTaskId() string {
@@ -2867,14 +3241,17 @@ func (x *TaskNotification) GetSummary() string {
 
 // ListToolsRequest asks for the tool catalog.
 type ListToolsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A live session whose MCP tools to list too, after the built-in tools.
+	// Empty lists the built-in tools only.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2886,7 +3263,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2899,13 +3276,21 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListToolsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
 }
 
 // ListToolsResponse is the tool catalog.
 type ListToolsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Tools sorted by name.
+	// The built-in tools sorted by name, then the session's MCP tools sorted
+	// by name.
 	Tools         []*ToolDefinition `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2913,7 +3298,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2925,7 +3310,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2938,7 +3323,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolDefinition {
@@ -2969,7 +3354,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2981,7 +3366,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2994,7 +3379,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -3050,7 +3435,7 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\btool_use\x18\x03 \x01(\v2\x1d.toolwire.executor.v1.ToolUseH\x00R\atoolUse\x123\n" +
 	"\x05abort\x18\x04 \x01(\v2\x1b.toolwire.executor.v1.AbortH\x00R\x05abort\x12[\n" +
 	"\x13permission_decision\x18\x05 \x01(\v2(.toolwire.executor.v1.PermissionDecisionH\x00R\x12permissionDecisionB\x05\n" +
-	"\x03msg\"\x87\x02\n" +
+	"\x03msg\"\xba\x03\n" +
 	"\x04Open\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1c\n" +
@@ -3059,7 +3444,26 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\bsettings\x18\x04 \x01(\v2\x1e.toolwire.executor.v1.SettingsR\bsettings\x12\x1f\n" +
 	"\vclient_name\x18\x05 \x01(\tR\n" +
 	"clientName\x12%\n" +
-	"\x0eclient_version\x18\x06 \x01(\tR\rclientVersion\"\xd6\x02\n" +
+	"\x0eclient_version\x18\x06 \x01(\tR\rclientVersion\x12K\n" +
+	"\vmcp_servers\x18\n" +
+	" \x03(\v2*.toolwire.executor.v1.Open.McpServersEntryR\n" +
+	"mcpServers\x1ad\n" +
+	"\x0fMcpServersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
+	"\x05value\x18\x02 \x01(\v2%.toolwire.executor.v1.McpServerConfigR\x05value:\x028\x01\"\xe9\x02\n" +
+	"\x0fMcpServerConfig\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
+	"\acommand\x18\x02 \x01(\tR\acommand\x12\x12\n" +
+	"\x04args\x18\x03 \x03(\tR\x04args\x12@\n" +
+	"\x03env\x18\x04 \x03(\v2..toolwire.executor.v1.McpServerConfig.EnvEntryR\x03env\x12\x10\n" +
+	"\x03url\x18\x05 \x01(\tR\x03url\x12L\n" +
+	"\aheaders\x18\x06 \x03(\v22.toolwire.executor.v1.McpServerConfig.HeadersEntryR\aheaders\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd6\x02\n" +
 	"\x0eSessionOptions\x12D\n" +
 	"\fresult_order\x18\x01 \x01(\x0e2!.toolwire.executor.v1.ResultOrderR\vresultOrder\x12G\n" +
 	"\rsibling_abort\x18\x02 \x01(\x0e2\".toolwire.executor.v1.SiblingAbortR\fsiblingAbort\x12'\n" +
@@ -3104,7 +3508,7 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x12PermissionDecision\x12\x1e\n" +
 	"\vtool_use_id\x18\x01 \x01(\tR\ttoolUseId\x12D\n" +
 	"\bbehavior\x18\x02 \x01(\x0e2(.toolwire.executor.v1.PermissionBehaviorR\bbehavior\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xfa\x04\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xcf\x05\n" +
 	"\x0fExecuteResponse\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x123\n" +
@@ -3116,8 +3520,9 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x06result\x18\b \x01(\v2\x1c.toolwire.executor.v1.ResultH\x00R\x06result\x12=\n" +
 	"\tabort_ack\x18\t \x01(\v2\x1e.toolwire.executor.v1.AbortAckH\x00R\babortAck\x12U\n" +
 	"\x11task_notification\x18\n" +
-	" \x01(\v2&.toolwire.executor.v1.TaskNotificationH\x00R\x10taskNotificationB\a\n" +
-	"\x05event\"\x90\x03\n" +
+	" \x01(\v2&.toolwire.executor.v1.TaskNotificationH\x00R\x10taskNotification\x12S\n" +
+	"\x11mcp_tools_changed\x18\x14 \x01(\v2%.toolwire.executor.v1.McpToolsChangedH\x00R\x0fmcpToolsChangedB\a\n" +
+	"\x05event\"\x9b\x04\n" +
 	"\x05Hello\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
@@ -3128,7 +3533,23 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x10resume_retention\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x0fresumeRetention\x12\x18\n" +
 	"\aresumed\x18\a \x01(\bR\aresumed\x12#\n" +
 	"\rlast_sequence\x18\b \x01(\x04R\flastSequence\x12\x1c\n" +
-	"\tworkspace\x18\t \x01(\tR\tworkspace\"\x9f\x01\n" +
+	"\tworkspace\x18\t \x01(\tR\tworkspace\x12F\n" +
+	"\vmcp_servers\x18\f \x03(\v2%.toolwire.executor.v1.McpServerStatusR\n" +
+	"mcpServers\x12A\n" +
+	"\tmcp_tools\x18\r \x03(\v2$.toolwire.executor.v1.ToolDefinitionR\bmcpTools\"\x8f\x02\n" +
+	"\x0fMcpServerStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x1a\n" +
+	"\boperator\x18\x03 \x01(\bR\boperator\x12:\n" +
+	"\x05state\x18\x04 \x01(\x0e2$.toolwire.executor.v1.McpServerStateR\x05state\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\x12\x1f\n" +
+	"\vserver_name\x18\x06 \x01(\tR\n" +
+	"serverName\x12%\n" +
+	"\x0eserver_version\x18\a \x01(\tR\rserverVersion\x12\x14\n" +
+	"\x05tools\x18\b \x01(\rR\x05tools\"\x8e\x01\n" +
+	"\x0fMcpToolsChanged\x12?\n" +
+	"\aservers\x18\x01 \x03(\v2%.toolwire.executor.v1.McpServerStatusR\aservers\x12:\n" +
+	"\x05tools\x18\x02 \x03(\v2$.toolwire.executor.v1.ToolDefinitionR\x05tools\"\x9f\x01\n" +
 	"\vSandboxInfo\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12<\n" +
 	"\benforced\x18\x02 \x03(\x0e2 .toolwire.executor.v1.ProtectionR\benforced\x12\x18\n" +
@@ -3223,8 +3644,10 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\texit_code\x18\x05 \x01(\x05H\x00R\bexitCode\x88\x01\x01\x12\x18\n" +
 	"\asummary\x18\x06 \x01(\tR\asummaryB\f\n" +
 	"\n" +
-	"_exit_code\"\x12\n" +
-	"\x10ListToolsRequest\"O\n" +
+	"_exit_code\"1\n" +
+	"\x10ListToolsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"O\n" +
 	"\x11ListToolsResponse\x12:\n" +
 	"\x05tools\x18\x01 \x03(\v2$.toolwire.executor.v1.ToolDefinitionR\x05tools\"\xee\x01\n" +
 	"\x0eToolDefinition\x12\x12\n" +
@@ -3263,7 +3686,12 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x1fPERMISSION_BEHAVIOR_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1ePERMISSION_BEHAVIOR_ALLOW_ONCE\x10\x01\x12$\n" +
 	" PERMISSION_BEHAVIOR_ALLOW_ALWAYS\x10\x02\x12\x1c\n" +
-	"\x18PERMISSION_BEHAVIOR_DENY\x10\x03*\xfa\x02\n" +
+	"\x18PERMISSION_BEHAVIOR_DENY\x10\x03*\x92\x01\n" +
+	"\x0eMcpServerState\x12 \n" +
+	"\x1cMCP_SERVER_STATE_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aMCP_SERVER_STATE_CONNECTED\x10\x01\x12\x1b\n" +
+	"\x17MCP_SERVER_STATE_FAILED\x10\x02\x12!\n" +
+	"\x1dMCP_SERVER_STATE_DISCONNECTED\x10\x03*\xfa\x02\n" +
 	"\n" +
 	"Protection\x12\x1a\n" +
 	"\x16PROTECTION_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -3313,8 +3741,8 @@ func file_toolwire_executor_v1_executor_proto_rawDescGZIP() []byte {
 	return file_toolwire_executor_v1_executor_proto_rawDescData
 }
 
-var file_toolwire_executor_v1_executor_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_toolwire_executor_v1_executor_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
+var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(ResultOrder)(0),              // 0: toolwire.executor.v1.ResultOrder
 	(SiblingAbort)(0),             // 1: toolwire.executor.v1.SiblingAbort
@@ -3322,101 +3750,118 @@ var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(HookEvent)(0),                // 3: toolwire.executor.v1.HookEvent
 	(AbortReason)(0),              // 4: toolwire.executor.v1.AbortReason
 	(PermissionBehavior)(0),       // 5: toolwire.executor.v1.PermissionBehavior
-	(Protection)(0),               // 6: toolwire.executor.v1.Protection
-	(Outcome)(0),                  // 7: toolwire.executor.v1.Outcome
-	(Concurrency)(0),              // 8: toolwire.executor.v1.Concurrency
-	(*ExecuteRequest)(nil),        // 9: toolwire.executor.v1.ExecuteRequest
-	(*Open)(nil),                  // 10: toolwire.executor.v1.Open
-	(*SessionOptions)(nil),        // 11: toolwire.executor.v1.SessionOptions
-	(*Settings)(nil),              // 12: toolwire.executor.v1.Settings
-	(*Hook)(nil),                  // 13: toolwire.executor.v1.Hook
-	(*HookCommand)(nil),           // 14: toolwire.executor.v1.HookCommand
-	(*Resume)(nil),                // 15: toolwire.executor.v1.Resume
-	(*ToolUse)(nil),               // 16: toolwire.executor.v1.ToolUse
-	(*Abort)(nil),                 // 17: toolwire.executor.v1.Abort
-	(*PermissionDecision)(nil),    // 18: toolwire.executor.v1.PermissionDecision
-	(*ExecuteResponse)(nil),       // 19: toolwire.executor.v1.ExecuteResponse
-	(*Hello)(nil),                 // 20: toolwire.executor.v1.Hello
-	(*SandboxInfo)(nil),           // 21: toolwire.executor.v1.SandboxInfo
-	(*Limits)(nil),                // 22: toolwire.executor.v1.Limits
-	(*Accepted)(nil),              // 23: toolwire.executor.v1.Accepted
-	(*Started)(nil),               // 24: toolwire.executor.v1.Started
-	(*Progress)(nil),              // 25: toolwire.executor.v1.Progress
-	(*PermissionRequest)(nil),     // 26: toolwire.executor.v1.PermissionRequest
-	(*Result)(nil),                // 27: toolwire.executor.v1.Result
-	(*ContentBlock)(nil),          // 28: toolwire.executor.v1.ContentBlock
-	(*TextBlock)(nil),             // 29: toolwire.executor.v1.TextBlock
-	(*ImageBlock)(nil),            // 30: toolwire.executor.v1.ImageBlock
-	(*Timing)(nil),                // 31: toolwire.executor.v1.Timing
-	(*Truncation)(nil),            // 32: toolwire.executor.v1.Truncation
-	(*AbortAck)(nil),              // 33: toolwire.executor.v1.AbortAck
-	(*TaskNotification)(nil),      // 34: toolwire.executor.v1.TaskNotification
-	(*ListToolsRequest)(nil),      // 35: toolwire.executor.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 36: toolwire.executor.v1.ListToolsResponse
-	(*ToolDefinition)(nil),        // 37: toolwire.executor.v1.ToolDefinition
-	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
+	(McpServerState)(0),           // 6: toolwire.executor.v1.McpServerState
+	(Protection)(0),               // 7: toolwire.executor.v1.Protection
+	(Outcome)(0),                  // 8: toolwire.executor.v1.Outcome
+	(Concurrency)(0),              // 9: toolwire.executor.v1.Concurrency
+	(*ExecuteRequest)(nil),        // 10: toolwire.executor.v1.ExecuteRequest
+	(*Open)(nil),                  // 11: toolwire.executor.v1.Open
+	(*McpServerConfig)(nil),       // 12: toolwire.executor.v1.McpServerConfig
+	(*SessionOptions)(nil),        // 13: toolwire.executor.v1.SessionOptions
+	(*Settings)(nil),              // 14: toolwire.executor.v1.Settings
+	(*Hook)(nil),                  // 15: toolwire.executor.v1.Hook
+	(*HookCommand)(nil),           // 16: toolwire.executor.v1.HookCommand
+	(*Resume)(nil),                // 17: toolwire.executor.v1.Resume
+	(*ToolUse)(nil),               // 18: toolwire.executor.v1.ToolUse
+	(*Abort)(nil),                 // 19: toolwire.executor.v1.Abort
+	(*PermissionDecision)(nil),    // 20: toolwire.executor.v1.PermissionDecision
+	(*ExecuteResponse)(nil),       // 21: toolwire.executor.v1.ExecuteResponse
+	(*Hello)(nil),                 // 22: toolwire.executor.v1.Hello
+	(*McpServerStatus)(nil),       // 23: toolwire.executor.v1.McpServerStatus
+	(*McpToolsChanged)(nil),       // 24: toolwire.executor.v1.McpToolsChanged
+	(*SandboxInfo)(nil),           // 25: toolwire.executor.v1.SandboxInfo
+	(*Limits)(nil),                // 26: toolwire.executor.v1.Limits
+	(*Accepted)(nil),              // 27: toolwire.executor.v1.Accepted
+	(*Started)(nil),               // 28: toolwire.executor.v1.Started
+	(*Progress)(nil),              // 29: toolwire.executor.v1.Progress
+	(*PermissionRequest)(nil),     // 30: toolwire.executor.v1.PermissionRequest
+	(*Result)(nil),                // 31: toolwire.executor.v1.Result
+	(*ContentBlock)(nil),          // 32: toolwire.executor.v1.ContentBlock
+	(*TextBlock)(nil),             // 33: toolwire.executor.v1.TextBlock
+	(*ImageBlock)(nil),            // 34: toolwire.executor.v1.ImageBlock
+	(*Timing)(nil),                // 35: toolwire.executor.v1.Timing
+	(*Truncation)(nil),            // 36: toolwire.executor.v1.Truncation
+	(*AbortAck)(nil),              // 37: toolwire.executor.v1.AbortAck
+	(*TaskNotification)(nil),      // 38: toolwire.executor.v1.TaskNotification
+	(*ListToolsRequest)(nil),      // 39: toolwire.executor.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 40: toolwire.executor.v1.ListToolsResponse
+	(*ToolDefinition)(nil),        // 41: toolwire.executor.v1.ToolDefinition
+	nil,                           // 42: toolwire.executor.v1.Open.McpServersEntry
+	nil,                           // 43: toolwire.executor.v1.McpServerConfig.EnvEntry
+	nil,                           // 44: toolwire.executor.v1.McpServerConfig.HeadersEntry
+	(*durationpb.Duration)(nil),   // 45: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 46: google.protobuf.Timestamp
 }
 var file_toolwire_executor_v1_executor_proto_depIdxs = []int32{
-	10, // 0: toolwire.executor.v1.ExecuteRequest.open:type_name -> toolwire.executor.v1.Open
-	15, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
-	16, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
-	17, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
-	18, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
-	11, // 5: toolwire.executor.v1.Open.options:type_name -> toolwire.executor.v1.SessionOptions
-	12, // 6: toolwire.executor.v1.Open.settings:type_name -> toolwire.executor.v1.Settings
-	0,  // 7: toolwire.executor.v1.SessionOptions.result_order:type_name -> toolwire.executor.v1.ResultOrder
-	1,  // 8: toolwire.executor.v1.SessionOptions.sibling_abort:type_name -> toolwire.executor.v1.SiblingAbort
-	38, // 9: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
-	38, // 10: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
-	2,  // 11: toolwire.executor.v1.Settings.mode:type_name -> toolwire.executor.v1.PermissionMode
-	13, // 12: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
-	3,  // 13: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
-	14, // 14: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
-	38, // 15: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
-	38, // 16: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
-	4,  // 17: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
-	5,  // 18: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
-	39, // 19: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
-	20, // 20: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
-	23, // 21: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
-	24, // 22: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
-	25, // 23: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
-	26, // 24: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
-	27, // 25: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
-	33, // 26: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
-	34, // 27: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
-	21, // 28: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
-	22, // 29: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
-	38, // 30: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
-	6,  // 31: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
-	38, // 32: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
-	38, // 33: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
-	38, // 34: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
-	38, // 35: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
-	28, // 36: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
-	7,  // 37: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
-	31, // 38: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
-	32, // 39: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
-	29, // 40: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
-	30, // 41: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
-	39, // 42: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
-	39, // 43: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
-	39, // 44: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
-	38, // 45: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
-	38, // 46: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
-	17, // 47: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
-	37, // 48: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
-	8,  // 49: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
-	9,  // 50: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
-	35, // 51: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
-	19, // 52: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
-	36, // 53: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
-	52, // [52:54] is the sub-list for method output_type
-	50, // [50:52] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	11, // 0: toolwire.executor.v1.ExecuteRequest.open:type_name -> toolwire.executor.v1.Open
+	17, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
+	18, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
+	19, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
+	20, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
+	13, // 5: toolwire.executor.v1.Open.options:type_name -> toolwire.executor.v1.SessionOptions
+	14, // 6: toolwire.executor.v1.Open.settings:type_name -> toolwire.executor.v1.Settings
+	42, // 7: toolwire.executor.v1.Open.mcp_servers:type_name -> toolwire.executor.v1.Open.McpServersEntry
+	43, // 8: toolwire.executor.v1.McpServerConfig.env:type_name -> toolwire.executor.v1.McpServerConfig.EnvEntry
+	44, // 9: toolwire.executor.v1.McpServerConfig.headers:type_name -> toolwire.executor.v1.McpServerConfig.HeadersEntry
+	0,  // 10: toolwire.executor.v1.SessionOptions.result_order:type_name -> toolwire.executor.v1.ResultOrder
+	1,  // 11: toolwire.executor.v1.SessionOptions.sibling_abort:type_name -> toolwire.executor.v1.SiblingAbort
+	45, // 12: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
+	45, // 13: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
+	2,  // 14: toolwire.executor.v1.Settings.mode:type_name -> toolwire.executor.v1.PermissionMode
+	15, // 15: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
+	3,  // 16: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
+	16, // 17: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
+	45, // 18: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
+	45, // 19: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
+	4,  // 20: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
+	5,  // 21: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
+	46, // 22: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
+	22, // 23: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
+	27, // 24: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
+	28, // 25: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
+	29, // 26: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
+	30, // 27: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
+	31, // 28: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
+	37, // 29: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
+	38, // 30: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
+	24, // 31: toolwire.executor.v1.ExecuteResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
+	25, // 32: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
+	26, // 33: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
+	45, // 34: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
+	23, // 35: toolwire.executor.v1.Hello.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
+	41, // 36: toolwire.executor.v1.Hello.mcp_tools:type_name -> toolwire.executor.v1.ToolDefinition
+	6,  // 37: toolwire.executor.v1.McpServerStatus.state:type_name -> toolwire.executor.v1.McpServerState
+	23, // 38: toolwire.executor.v1.McpToolsChanged.servers:type_name -> toolwire.executor.v1.McpServerStatus
+	41, // 39: toolwire.executor.v1.McpToolsChanged.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	7,  // 40: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
+	45, // 41: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
+	45, // 42: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
+	45, // 43: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
+	45, // 44: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
+	32, // 45: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
+	8,  // 46: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
+	35, // 47: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
+	36, // 48: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
+	33, // 49: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
+	34, // 50: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
+	46, // 51: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
+	46, // 52: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
+	46, // 53: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
+	45, // 54: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
+	45, // 55: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
+	19, // 56: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
+	41, // 57: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	9,  // 58: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
+	12, // 59: toolwire.executor.v1.Open.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
+	10, // 60: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
+	39, // 61: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
+	21, // 62: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
+	40, // 63: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
+	62, // [62:64] is the sub-list for method output_type
+	60, // [60:62] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_executor_v1_executor_proto_init() }
@@ -3431,12 +3876,12 @@ func file_toolwire_executor_v1_executor_proto_init() {
 		(*ExecuteRequest_Abort)(nil),
 		(*ExecuteRequest_PermissionDecision)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[8].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[9].OneofWrappers = []any{
 		(*Abort_ToolUseId)(nil),
 		(*Abort_AssistantMessageId)(nil),
 		(*Abort_All)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[10].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[11].OneofWrappers = []any{
 		(*ExecuteResponse_Hello)(nil),
 		(*ExecuteResponse_Accepted)(nil),
 		(*ExecuteResponse_Started)(nil),
@@ -3445,20 +3890,21 @@ func file_toolwire_executor_v1_executor_proto_init() {
 		(*ExecuteResponse_Result)(nil),
 		(*ExecuteResponse_AbortAck)(nil),
 		(*ExecuteResponse_TaskNotification)(nil),
+		(*ExecuteResponse_McpToolsChanged)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[18].OneofWrappers = []any{}
-	file_toolwire_executor_v1_executor_proto_msgTypes[19].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[21].OneofWrappers = []any{}
+	file_toolwire_executor_v1_executor_proto_msgTypes[22].OneofWrappers = []any{
 		(*ContentBlock_Text)(nil),
 		(*ContentBlock_Image)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[25].OneofWrappers = []any{}
+	file_toolwire_executor_v1_executor_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_executor_v1_executor_proto_rawDesc), len(file_toolwire_executor_v1_executor_proto_rawDesc)),
-			NumEnums:      9,
-			NumMessages:   29,
+			NumEnums:      10,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -39,7 +39,8 @@ type ExecutorServiceClient interface {
 	// an Open (new session) or a Resume (reattach after a dropped connection);
 	// the first server message is always a Hello.
 	Execute(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecuteRequest, ExecuteResponse], error)
-	// ListTools returns the tools this executor offers, in Anthropic API form.
+	// ListTools returns the tools this executor offers, in Anthropic API form:
+	// the built-in tools, and with a session id also that session's MCP tools.
 	ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error)
 }
 
@@ -90,7 +91,8 @@ type ExecutorServiceServer interface {
 	// an Open (new session) or a Resume (reattach after a dropped connection);
 	// the first server message is always a Hello.
 	Execute(grpc.BidiStreamingServer[ExecuteRequest, ExecuteResponse]) error
-	// ListTools returns the tools this executor offers, in Anthropic API form.
+	// ListTools returns the tools this executor offers, in Anthropic API form:
+	// the built-in tools, and with a session id also that session's MCP tools.
 	ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error)
 	mustEmbedUnimplementedExecutorServiceServer()
 }

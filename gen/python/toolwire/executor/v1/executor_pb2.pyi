@@ -20,6 +20,10 @@ DESCRIPTOR: _descriptor.FileDescriptor
 HOOK_EVENT_POST_TOOL_USE: HookEvent
 HOOK_EVENT_PRE_TOOL_USE: HookEvent
 HOOK_EVENT_UNSPECIFIED: HookEvent
+MCP_SERVER_STATE_CONNECTED: McpServerState
+MCP_SERVER_STATE_DISCONNECTED: McpServerState
+MCP_SERVER_STATE_FAILED: McpServerState
+MCP_SERVER_STATE_UNSPECIFIED: McpServerState
 OUTCOME_DENIED: Outcome
 OUTCOME_INTERNAL_ERROR: Outcome
 OUTCOME_INTERRUPTED: Outcome
@@ -114,10 +118,11 @@ class ExecuteRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[Open, _Mapping]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., tool_use: _Optional[_Union[ToolUse, _Mapping]] = ..., abort: _Optional[_Union[Abort, _Mapping]] = ..., permission_decision: _Optional[_Union[PermissionDecision, _Mapping]] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
-    __slots__ = ["abort_ack", "accepted", "hello", "permission_request", "progress", "result", "sequence", "started", "task_notification", "time"]
+    __slots__ = ["abort_ack", "accepted", "hello", "mcp_tools_changed", "permission_request", "progress", "result", "sequence", "started", "task_notification", "time"]
     ABORT_ACK_FIELD_NUMBER: _ClassVar[int]
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     HELLO_FIELD_NUMBER: _ClassVar[int]
+    MCP_TOOLS_CHANGED_FIELD_NUMBER: _ClassVar[int]
     PERMISSION_REQUEST_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
@@ -128,6 +133,7 @@ class ExecuteResponse(_message.Message):
     abort_ack: AbortAck
     accepted: Accepted
     hello: Hello
+    mcp_tools_changed: McpToolsChanged
     permission_request: PermissionRequest
     progress: Progress
     result: Result
@@ -135,14 +141,16 @@ class ExecuteResponse(_message.Message):
     started: Started
     task_notification: TaskNotification
     time: _timestamp_pb2.Timestamp
-    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., hello: _Optional[_Union[Hello, _Mapping]] = ..., accepted: _Optional[_Union[Accepted, _Mapping]] = ..., started: _Optional[_Union[Started, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., permission_request: _Optional[_Union[PermissionRequest, _Mapping]] = ..., result: _Optional[_Union[Result, _Mapping]] = ..., abort_ack: _Optional[_Union[AbortAck, _Mapping]] = ..., task_notification: _Optional[_Union[TaskNotification, _Mapping]] = ...) -> None: ...
+    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., hello: _Optional[_Union[Hello, _Mapping]] = ..., accepted: _Optional[_Union[Accepted, _Mapping]] = ..., started: _Optional[_Union[Started, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., permission_request: _Optional[_Union[PermissionRequest, _Mapping]] = ..., result: _Optional[_Union[Result, _Mapping]] = ..., abort_ack: _Optional[_Union[AbortAck, _Mapping]] = ..., task_notification: _Optional[_Union[TaskNotification, _Mapping]] = ..., mcp_tools_changed: _Optional[_Union[McpToolsChanged, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ["executor_version", "last_sequence", "limits", "max_concurrency", "resume_retention", "resumed", "sandbox", "session_id", "workspace"]
+    __slots__ = ["executor_version", "last_sequence", "limits", "max_concurrency", "mcp_servers", "mcp_tools", "resume_retention", "resumed", "sandbox", "session_id", "workspace"]
     EXECUTOR_VERSION_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
+    MCP_TOOLS_FIELD_NUMBER: _ClassVar[int]
     RESUMED_FIELD_NUMBER: _ClassVar[int]
     RESUME_RETENTION_FIELD_NUMBER: _ClassVar[int]
     SANDBOX_FIELD_NUMBER: _ClassVar[int]
@@ -152,12 +160,14 @@ class Hello(_message.Message):
     last_sequence: int
     limits: Limits
     max_concurrency: int
+    mcp_servers: _containers.RepeatedCompositeFieldContainer[McpServerStatus]
+    mcp_tools: _containers.RepeatedCompositeFieldContainer[ToolDefinition]
     resume_retention: _duration_pb2.Duration
     resumed: bool
     sandbox: SandboxInfo
     session_id: str
     workspace: str
-    def __init__(self, session_id: _Optional[str] = ..., executor_version: _Optional[str] = ..., sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_concurrency: _Optional[int] = ..., resume_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., resumed: bool = ..., last_sequence: _Optional[int] = ..., workspace: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., executor_version: _Optional[str] = ..., sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_concurrency: _Optional[int] = ..., resume_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., resumed: bool = ..., last_sequence: _Optional[int] = ..., workspace: _Optional[str] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerStatus, _Mapping]]] = ..., mcp_tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
 
 class Hook(_message.Message):
     __slots__ = ["commands", "event", "matcher"]
@@ -200,8 +210,10 @@ class Limits(_message.Message):
     def __init__(self, default_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_output_chars: _Optional[int] = ..., max_read_bytes: _Optional[int] = ..., max_output_memory_bytes: _Optional[int] = ...) -> None: ...
 
 class ListToolsRequest(_message.Message):
-    __slots__ = []
-    def __init__(self) -> None: ...
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
 
 class ListToolsResponse(_message.Message):
     __slots__ = ["tools"]
@@ -209,21 +221,88 @@ class ListToolsResponse(_message.Message):
     tools: _containers.RepeatedCompositeFieldContainer[ToolDefinition]
     def __init__(self, tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
 
+class McpServerConfig(_message.Message):
+    __slots__ = ["args", "command", "env", "headers", "type", "url"]
+    class EnvEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class HeadersEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    HEADERS_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    args: _containers.RepeatedScalarFieldContainer[str]
+    command: str
+    env: _containers.ScalarMap[str, str]
+    headers: _containers.ScalarMap[str, str]
+    type: str
+    url: str
+    def __init__(self, type: _Optional[str] = ..., command: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., url: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class McpServerStatus(_message.Message):
+    __slots__ = ["error", "name", "operator", "server_name", "server_version", "state", "tools", "transport"]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    SERVER_NAME_FIELD_NUMBER: _ClassVar[int]
+    SERVER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    TRANSPORT_FIELD_NUMBER: _ClassVar[int]
+    error: str
+    name: str
+    operator: bool
+    server_name: str
+    server_version: str
+    state: McpServerState
+    tools: int
+    transport: str
+    def __init__(self, name: _Optional[str] = ..., transport: _Optional[str] = ..., operator: bool = ..., state: _Optional[_Union[McpServerState, str]] = ..., error: _Optional[str] = ..., server_name: _Optional[str] = ..., server_version: _Optional[str] = ..., tools: _Optional[int] = ...) -> None: ...
+
+class McpToolsChanged(_message.Message):
+    __slots__ = ["servers", "tools"]
+    SERVERS_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    servers: _containers.RepeatedCompositeFieldContainer[McpServerStatus]
+    tools: _containers.RepeatedCompositeFieldContainer[ToolDefinition]
+    def __init__(self, servers: _Optional[_Iterable[_Union[McpServerStatus, _Mapping]]] = ..., tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
+
 class Open(_message.Message):
-    __slots__ = ["client_name", "client_version", "options", "session_id", "settings", "workspace"]
+    __slots__ = ["client_name", "client_version", "mcp_servers", "options", "session_id", "settings", "workspace"]
+    class McpServersEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: McpServerConfig
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[McpServerConfig, _Mapping]] = ...) -> None: ...
     CLIENT_NAME_FIELD_NUMBER: _ClassVar[int]
     CLIENT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SETTINGS_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
     client_name: str
     client_version: str
+    mcp_servers: _containers.MessageMap[str, McpServerConfig]
     options: SessionOptions
     session_id: str
     settings: Settings
     workspace: str
-    def __init__(self, session_id: _Optional[str] = ..., workspace: _Optional[str] = ..., options: _Optional[_Union[SessionOptions, _Mapping]] = ..., settings: _Optional[_Union[Settings, _Mapping]] = ..., client_name: _Optional[str] = ..., client_version: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., workspace: _Optional[str] = ..., options: _Optional[_Union[SessionOptions, _Mapping]] = ..., settings: _Optional[_Union[Settings, _Mapping]] = ..., client_name: _Optional[str] = ..., client_version: _Optional[str] = ..., mcp_servers: _Optional[_Mapping[str, McpServerConfig]] = ...) -> None: ...
 
 class PermissionDecision(_message.Message):
     __slots__ = ["behavior", "message", "tool_use_id"]
@@ -441,6 +520,9 @@ class AbortReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class PermissionBehavior(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class McpServerState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Protection(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

@@ -53,7 +53,8 @@ class ExecutorServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListTools(self, request, context):
-        """ListTools returns the tools this executor offers, in Anthropic API form.
+        """ListTools returns the tools this executor offers, in Anthropic API form:
+        the built-in tools, and with a session id also that session's MCP tools.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
