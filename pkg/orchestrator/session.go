@@ -529,8 +529,8 @@ func (s *Session) handleExec(l *link, resp *executorv1.ExecuteResponse) {
 	s.mu.Unlock()
 	switch ev := resp.GetEvent().(type) {
 	case *executorv1.ExecuteResponse_Result:
-		if cs != nil && cs.deliver(ev.Result) {
-			s.publish(Event{Kind: EventToolResult, Result: ev.Result})
+		if cs != nil {
+			cs.deliver(ev.Result, s.publishResult)
 		}
 	case *executorv1.ExecuteResponse_Started:
 		if cs.has(ev.Started.GetToolUseId()) {
@@ -552,6 +552,11 @@ func (s *Session) handleExec(l *link, resp *executorv1.ExecuteResponse) {
 		}
 		s.publish(Event{Kind: EventTaskNotification, Notification: ev.TaskNotification})
 	}
+}
+
+// publishResult tells clients a call's result.
+func (s *Session) publishResult(r *executorv1.Result) {
+	s.publish(Event{Kind: EventToolResult, Result: r})
 }
 
 func (s *Session) permission(l *link, cs *callSet, req *executorv1.PermissionRequest) {
@@ -658,13 +663,17 @@ func (c *callSet) has(id string) bool {
 	return c.pending[id]
 }
 
-// deliver records r if its call waits for it.
-func (c *callSet) deliver(r *executorv1.Result) bool {
+// deliver records r if its call waits for it, and reports whether it did.
+// announce (publishResult) runs before the turn waiting for the calls can
+// see r: the tool_result event is out before the turn goes on and
+// publishes what follows it (the next request's events, turn_complete).
+func (c *callSet) deliver(r *executorv1.Result, announce func(*executorv1.Result)) bool {
 	c.mu.Lock()
 	if !c.pending[r.GetToolUseId()] {
 		c.mu.Unlock()
 		return false
 	}
+	announce(r)
 	delete(c.pending, r.GetToolUseId())
 	c.results = append(c.results, r)
 	span := c.spans[r.GetToolUseId()]
