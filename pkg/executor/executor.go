@@ -144,7 +144,7 @@ type registered struct {
 
 func register(t tool.Tool) *registered {
 	r := &registered{Tool: t, spec: t.Spec()}
-	if r.schema, r.schemaErr = schema.Compile(r.spec.InputSchema); r.schemaErr != nil {
+	if r.schema, r.schemaErr = schema.Compile(r.spec.CheckedSchema()); r.schemaErr != nil {
 		r.schemaErr = fmt.Errorf("tool %s: %w", r.spec.Name, r.schemaErr)
 	}
 	return r
