@@ -35,7 +35,9 @@ func NewServer(ex *executor.Executor, log *slog.Logger) *Server {
 func (s *Server) ListTools(ctx context.Context, _ *executorv1.ListToolsRequest) (*executorv1.ListToolsResponse, error) {
 	resp := &executorv1.ListToolsResponse{}
 	for _, spec := range s.ex.Tools() {
-		resp.Tools = append(resp.Tools, toolSpecToProto(spec))
+		def := toolSpecToProto(spec)
+		def.Aliases = s.ex.Aliases(spec.Name)
+		resp.Tools = append(resp.Tools, def)
 	}
 	return resp, nil
 }
@@ -73,6 +75,7 @@ func (s *Server) Execute(stream executorv1.ExecutorService_ExecuteServer) error 
 			Options:       optionsFromProto(o.GetOptions()),
 			ClientName:    o.GetClientName(),
 			ClientVersion: o.GetClientVersion(),
+			Tools:         toolSetFromProto(o.GetTools()),
 		})
 	case *executorv1.ExecuteRequest_Resume:
 		resumed, after = true, m.Resume.GetLastSequence()

@@ -121,6 +121,8 @@ type Hello struct {
 	Resumed        bool
 	LastSequence   uint64
 	Workspace      string
+	// Tools are the canonical names of the tools the session runs, sorted.
+	Tools []string
 }
 
 // SandboxInfo says how calls are confined.

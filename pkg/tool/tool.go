@@ -34,6 +34,10 @@ type Spec struct {
 	// Hidden tools are callable but not offered to the model; older names
 	// such as BashOutput are registered this way.
 	Hidden bool
+	// AliasOf is set on an older name registered as a hidden tool: the
+	// tool it stands for (TaskOutput for BashOutput). A session that
+	// offers that tool also runs calls by its older names.
+	AliasOf string
 	// ValidationSchema, when set, is the schema a call's input is checked
 	// against instead of InputSchema. Claude Code accepts some input that
 	// the schema it shows the model rules out (Read's offset -1 and limit

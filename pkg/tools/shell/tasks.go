@@ -222,7 +222,7 @@ func (t TaskOutput) Spec() tool.Spec {
 		Concurrency: tool.ConcurrencyAlways,
 	}
 	if t.alias != "" {
-		s.Name, s.Hidden, s.InputSchema = t.alias, true, bashOutputSchema
+		s.Name, s.Hidden, s.AliasOf, s.InputSchema = t.alias, true, s.Name, bashOutputSchema
 		s.Description = "Older name of TaskOutput: returns a background shell's status and output; filter keeps only lines matching a regular expression."
 	}
 	return s
@@ -381,7 +381,7 @@ func (t TaskStop) Spec() tool.Spec {
 		Concurrency: tool.ConcurrencyAlways,
 	}
 	if t.alias != "" {
-		s.Name, s.Hidden, s.InputSchema = t.alias, true, killShellSchema
+		s.Name, s.Hidden, s.AliasOf, s.InputSchema = t.alias, true, s.Name, killShellSchema
 		s.Description = "Older name of TaskStop: stops a background shell by its id."
 	}
 	return s

@@ -470,7 +470,8 @@ const (
 	Outcome_OUTCOME_SUCCESS Outcome = 1
 	// The tool ran and reported a failure (e.g. non-zero exit).
 	Outcome_OUTCOME_TOOL_ERROR Outcome = 2
-	// The tool name is unknown.
+	// The tool name is unknown, or the tool is not in the session's set
+	// (Open.tools).
 	Outcome_OUTCOME_UNKNOWN_TOOL Outcome = 3
 	// The input failed parsing, schema or the tool's own checks.
 	Outcome_OUTCOME_INVALID_INPUT Outcome = 4
@@ -760,6 +761,12 @@ type Open struct {
 	ClientName string `protobuf:"bytes,5,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`
 	// Version of the client program, for logs.
 	ClientVersion string `protobuf:"bytes,6,opt,name=client_version,json=clientVersion,proto3" json:"client_version,omitempty"`
+	// The tools the session offers its model. Unset: every tool of the
+	// executor. Set: only these (none when the list is empty). The executor
+	// enforces it for every call: a call of any other tool is not run and gets
+	// an is_error Result with outcome OUTCOME_UNKNOWN_TOOL, before permission
+	// rules and hooks. A resumed session keeps its set; Hello.tools reports it.
+	Tools         *ToolSet `protobuf:"bytes,7,opt,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -836,6 +843,63 @@ func (x *Open) GetClientVersion() string {
 	return ""
 }
 
+func (x *Open) GetTools() *ToolSet {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+// ToolSet names tools.
+type ToolSet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tool names as ListTools gives them. An older name (BashOutput,
+	// KillShell, KillBash) stands for the tool it is an alias of, and a tool
+	// is called by any of its names once it is in the set. Nothing is added
+	// implicitly: naming Bash does not enable TaskOutput or TaskStop. A name
+	// the executor does not have makes Open fail with InvalidArgument.
+	Names         []string `protobuf:"bytes,1,rep,name=names,proto3" json:"names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolSet) Reset() {
+	*x = ToolSet{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolSet) ProtoMessage() {}
+
+func (x *ToolSet) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolSet.ProtoReflect.Descriptor instead.
+func (*ToolSet) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ToolSet) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
 // SessionOptions tunes how a session schedules and reports calls.
 type SessionOptions struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -858,7 +922,7 @@ type SessionOptions struct {
 
 func (x *SessionOptions) Reset() {
 	*x = SessionOptions{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[2]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +934,7 @@ func (x *SessionOptions) String() string {
 func (*SessionOptions) ProtoMessage() {}
 
 func (x *SessionOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[2]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -883,7 +947,7 @@ func (x *SessionOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOptions.ProtoReflect.Descriptor instead.
 func (*SessionOptions) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{2}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SessionOptions) GetResultOrder() ResultOrder {
@@ -941,7 +1005,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[3]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1017,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[3]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1030,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{3}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Settings) GetAllow() []string {
@@ -1020,7 +1084,7 @@ type Hook struct {
 
 func (x *Hook) Reset() {
 	*x = Hook{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[4]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1096,7 @@ func (x *Hook) String() string {
 func (*Hook) ProtoMessage() {}
 
 func (x *Hook) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[4]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1109,7 @@ func (x *Hook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hook.ProtoReflect.Descriptor instead.
 func (*Hook) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{4}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Hook) GetEvent() HookEvent {
@@ -1083,7 +1147,7 @@ type HookCommand struct {
 
 func (x *HookCommand) Reset() {
 	*x = HookCommand{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[5]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1159,7 @@ func (x *HookCommand) String() string {
 func (*HookCommand) ProtoMessage() {}
 
 func (x *HookCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[5]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1172,7 @@ func (x *HookCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookCommand.ProtoReflect.Descriptor instead.
 func (*HookCommand) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{5}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *HookCommand) GetCommand() string {
@@ -1141,7 +1205,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1217,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1230,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Resume) GetSessionId() string {
@@ -1210,7 +1274,7 @@ type ToolUse struct {
 
 func (x *ToolUse) Reset() {
 	*x = ToolUse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1286,7 @@ func (x *ToolUse) String() string {
 func (*ToolUse) ProtoMessage() {}
 
 func (x *ToolUse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1299,7 @@ func (x *ToolUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolUse.ProtoReflect.Descriptor instead.
 func (*ToolUse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ToolUse) GetId() string {
@@ -1310,7 +1374,7 @@ type Abort struct {
 
 func (x *Abort) Reset() {
 	*x = Abort{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +1386,7 @@ func (x *Abort) String() string {
 func (*Abort) ProtoMessage() {}
 
 func (x *Abort) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +1399,7 @@ func (x *Abort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Abort.ProtoReflect.Descriptor instead.
 func (*Abort) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Abort) GetTarget() isAbort_Target {
@@ -1426,7 +1490,7 @@ type PermissionDecision struct {
 
 func (x *PermissionDecision) Reset() {
 	*x = PermissionDecision{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1502,7 @@ func (x *PermissionDecision) String() string {
 func (*PermissionDecision) ProtoMessage() {}
 
 func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1515,7 @@ func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionDecision.ProtoReflect.Descriptor instead.
 func (*PermissionDecision) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PermissionDecision) GetToolUseId() string {
@@ -1502,7 +1566,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1578,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1527,7 +1591,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{10}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ExecuteResponse) GetSequence() uint64 {
@@ -1703,14 +1767,18 @@ type Hello struct {
 	// Highest sequence number produced so far in the session.
 	LastSequence uint64 `protobuf:"varint,8,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
 	// Absolute path of the session's working directory on the executor.
-	Workspace     string `protobuf:"bytes,9,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	Workspace string `protobuf:"bytes,9,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	// The tools the session runs, by canonical name, sorted: those Open's
+	// tools named, or every tool of the executor. Calls of other tools get an
+	// OUTCOME_UNKNOWN_TOOL Result.
+	Tools         []string `protobuf:"bytes,10,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +1790,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +1803,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{11}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Hello) GetSessionId() string {
@@ -1801,6 +1869,13 @@ func (x *Hello) GetWorkspace() string {
 	return ""
 }
 
+func (x *Hello) GetTools() []string {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
 // SandboxInfo says how tool calls are confined.
 type SandboxInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1818,7 +1893,7 @@ type SandboxInfo struct {
 
 func (x *SandboxInfo) Reset() {
 	*x = SandboxInfo{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1830,7 +1905,7 @@ func (x *SandboxInfo) String() string {
 func (*SandboxInfo) ProtoMessage() {}
 
 func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1843,7 +1918,7 @@ func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxInfo.ProtoReflect.Descriptor instead.
 func (*SandboxInfo) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{12}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SandboxInfo) GetBackend() string {
@@ -1893,7 +1968,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +1980,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +1993,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{13}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Limits) GetDefaultTimeout() *durationpb.Duration {
@@ -1974,7 +2049,7 @@ type Accepted struct {
 
 func (x *Accepted) Reset() {
 	*x = Accepted{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2061,7 @@ func (x *Accepted) String() string {
 func (*Accepted) ProtoMessage() {}
 
 func (x *Accepted) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2074,7 @@ func (x *Accepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Accepted.ProtoReflect.Descriptor instead.
 func (*Accepted) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{14}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Accepted) GetToolUseId() string {
@@ -2036,7 +2111,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2048,7 +2123,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2061,7 +2136,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{15}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Started) GetToolUseId() string {
@@ -2101,7 +2176,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2188,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2201,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{16}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Progress) GetToolUseId() string {
@@ -2193,7 +2268,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2205,7 +2280,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2218,7 +2293,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{17}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PermissionRequest) GetToolUseId() string {
@@ -2286,7 +2361,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2373,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2386,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{18}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Result) GetToolUseId() string {
@@ -2400,7 +2475,7 @@ type ContentBlock struct {
 
 func (x *ContentBlock) Reset() {
 	*x = ContentBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2412,7 +2487,7 @@ func (x *ContentBlock) String() string {
 func (*ContentBlock) ProtoMessage() {}
 
 func (x *ContentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2425,7 +2500,7 @@ func (x *ContentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentBlock.ProtoReflect.Descriptor instead.
 func (*ContentBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{19}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ContentBlock) GetBlock() isContentBlock_Block {
@@ -2482,7 +2557,7 @@ type TextBlock struct {
 
 func (x *TextBlock) Reset() {
 	*x = TextBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2494,7 +2569,7 @@ func (x *TextBlock) String() string {
 func (*TextBlock) ProtoMessage() {}
 
 func (x *TextBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2507,7 +2582,7 @@ func (x *TextBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextBlock.ProtoReflect.Descriptor instead.
 func (*TextBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{20}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TextBlock) GetText() string {
@@ -2530,7 +2605,7 @@ type ImageBlock struct {
 
 func (x *ImageBlock) Reset() {
 	*x = ImageBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2542,7 +2617,7 @@ func (x *ImageBlock) String() string {
 func (*ImageBlock) ProtoMessage() {}
 
 func (x *ImageBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2555,7 +2630,7 @@ func (x *ImageBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageBlock.ProtoReflect.Descriptor instead.
 func (*ImageBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{21}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ImageBlock) GetMediaType() string {
@@ -2591,7 +2666,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2603,7 +2678,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2616,7 +2691,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{22}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Timing) GetReceivedAt() *timestamppb.Timestamp {
@@ -2669,7 +2744,7 @@ type Truncation struct {
 
 func (x *Truncation) Reset() {
 	*x = Truncation{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2681,7 +2756,7 @@ func (x *Truncation) String() string {
 func (*Truncation) ProtoMessage() {}
 
 func (x *Truncation) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2694,7 +2769,7 @@ func (x *Truncation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Truncation.ProtoReflect.Descriptor instead.
 func (*Truncation) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{23}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Truncation) GetOriginalBytes() uint64 {
@@ -2731,7 +2806,7 @@ type AbortAck struct {
 
 func (x *AbortAck) Reset() {
 	*x = AbortAck{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2743,7 +2818,7 @@ func (x *AbortAck) String() string {
 func (*AbortAck) ProtoMessage() {}
 
 func (x *AbortAck) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +2831,7 @@ func (x *AbortAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortAck.ProtoReflect.Descriptor instead.
 func (*AbortAck) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{24}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AbortAck) GetAbort() *Abort {
@@ -2795,7 +2870,7 @@ type TaskNotification struct {
 
 func (x *TaskNotification) Reset() {
 	*x = TaskNotification{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2807,7 +2882,7 @@ func (x *TaskNotification) String() string {
 func (*TaskNotification) ProtoMessage() {}
 
 func (x *TaskNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2820,7 +2895,7 @@ func (x *TaskNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskNotification.ProtoReflect.Descriptor instead.
 func (*TaskNotification) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{25}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TaskNotification) GetTaskId() string {
@@ -2874,7 +2949,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2886,7 +2961,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2899,7 +2974,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
 }
 
 // ListToolsResponse is the tool catalog.
@@ -2913,7 +2988,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2925,7 +3000,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2938,7 +3013,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolDefinition {
@@ -2969,7 +3044,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2981,7 +3056,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2994,7 +3069,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -3050,7 +3125,7 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\btool_use\x18\x03 \x01(\v2\x1d.toolwire.executor.v1.ToolUseH\x00R\atoolUse\x123\n" +
 	"\x05abort\x18\x04 \x01(\v2\x1b.toolwire.executor.v1.AbortH\x00R\x05abort\x12[\n" +
 	"\x13permission_decision\x18\x05 \x01(\v2(.toolwire.executor.v1.PermissionDecisionH\x00R\x12permissionDecisionB\x05\n" +
-	"\x03msg\"\x87\x02\n" +
+	"\x03msg\"\xbc\x02\n" +
 	"\x04Open\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1c\n" +
@@ -3059,7 +3134,10 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\bsettings\x18\x04 \x01(\v2\x1e.toolwire.executor.v1.SettingsR\bsettings\x12\x1f\n" +
 	"\vclient_name\x18\x05 \x01(\tR\n" +
 	"clientName\x12%\n" +
-	"\x0eclient_version\x18\x06 \x01(\tR\rclientVersion\"\xd6\x02\n" +
+	"\x0eclient_version\x18\x06 \x01(\tR\rclientVersion\x123\n" +
+	"\x05tools\x18\a \x01(\v2\x1d.toolwire.executor.v1.ToolSetR\x05tools\"\x1f\n" +
+	"\aToolSet\x12\x14\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\"\xd6\x02\n" +
 	"\x0eSessionOptions\x12D\n" +
 	"\fresult_order\x18\x01 \x01(\x0e2!.toolwire.executor.v1.ResultOrderR\vresultOrder\x12G\n" +
 	"\rsibling_abort\x18\x02 \x01(\x0e2\".toolwire.executor.v1.SiblingAbortR\fsiblingAbort\x12'\n" +
@@ -3117,7 +3195,7 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\tabort_ack\x18\t \x01(\v2\x1e.toolwire.executor.v1.AbortAckH\x00R\babortAck\x12U\n" +
 	"\x11task_notification\x18\n" +
 	" \x01(\v2&.toolwire.executor.v1.TaskNotificationH\x00R\x10taskNotificationB\a\n" +
-	"\x05event\"\x90\x03\n" +
+	"\x05event\"\xa6\x03\n" +
 	"\x05Hello\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
@@ -3128,7 +3206,9 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x10resume_retention\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x0fresumeRetention\x12\x18\n" +
 	"\aresumed\x18\a \x01(\bR\aresumed\x12#\n" +
 	"\rlast_sequence\x18\b \x01(\x04R\flastSequence\x12\x1c\n" +
-	"\tworkspace\x18\t \x01(\tR\tworkspace\"\x9f\x01\n" +
+	"\tworkspace\x18\t \x01(\tR\tworkspace\x12\x14\n" +
+	"\x05tools\x18\n" +
+	" \x03(\tR\x05tools\"\x9f\x01\n" +
 	"\vSandboxInfo\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12<\n" +
 	"\benforced\x18\x02 \x03(\x0e2 .toolwire.executor.v1.ProtectionR\benforced\x12\x18\n" +
@@ -3314,7 +3394,7 @@ func file_toolwire_executor_v1_executor_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_executor_v1_executor_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(ResultOrder)(0),              // 0: toolwire.executor.v1.ResultOrder
 	(SiblingAbort)(0),             // 1: toolwire.executor.v1.SiblingAbort
@@ -3327,96 +3407,98 @@ var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(Concurrency)(0),              // 8: toolwire.executor.v1.Concurrency
 	(*ExecuteRequest)(nil),        // 9: toolwire.executor.v1.ExecuteRequest
 	(*Open)(nil),                  // 10: toolwire.executor.v1.Open
-	(*SessionOptions)(nil),        // 11: toolwire.executor.v1.SessionOptions
-	(*Settings)(nil),              // 12: toolwire.executor.v1.Settings
-	(*Hook)(nil),                  // 13: toolwire.executor.v1.Hook
-	(*HookCommand)(nil),           // 14: toolwire.executor.v1.HookCommand
-	(*Resume)(nil),                // 15: toolwire.executor.v1.Resume
-	(*ToolUse)(nil),               // 16: toolwire.executor.v1.ToolUse
-	(*Abort)(nil),                 // 17: toolwire.executor.v1.Abort
-	(*PermissionDecision)(nil),    // 18: toolwire.executor.v1.PermissionDecision
-	(*ExecuteResponse)(nil),       // 19: toolwire.executor.v1.ExecuteResponse
-	(*Hello)(nil),                 // 20: toolwire.executor.v1.Hello
-	(*SandboxInfo)(nil),           // 21: toolwire.executor.v1.SandboxInfo
-	(*Limits)(nil),                // 22: toolwire.executor.v1.Limits
-	(*Accepted)(nil),              // 23: toolwire.executor.v1.Accepted
-	(*Started)(nil),               // 24: toolwire.executor.v1.Started
-	(*Progress)(nil),              // 25: toolwire.executor.v1.Progress
-	(*PermissionRequest)(nil),     // 26: toolwire.executor.v1.PermissionRequest
-	(*Result)(nil),                // 27: toolwire.executor.v1.Result
-	(*ContentBlock)(nil),          // 28: toolwire.executor.v1.ContentBlock
-	(*TextBlock)(nil),             // 29: toolwire.executor.v1.TextBlock
-	(*ImageBlock)(nil),            // 30: toolwire.executor.v1.ImageBlock
-	(*Timing)(nil),                // 31: toolwire.executor.v1.Timing
-	(*Truncation)(nil),            // 32: toolwire.executor.v1.Truncation
-	(*AbortAck)(nil),              // 33: toolwire.executor.v1.AbortAck
-	(*TaskNotification)(nil),      // 34: toolwire.executor.v1.TaskNotification
-	(*ListToolsRequest)(nil),      // 35: toolwire.executor.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 36: toolwire.executor.v1.ListToolsResponse
-	(*ToolDefinition)(nil),        // 37: toolwire.executor.v1.ToolDefinition
-	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
+	(*ToolSet)(nil),               // 11: toolwire.executor.v1.ToolSet
+	(*SessionOptions)(nil),        // 12: toolwire.executor.v1.SessionOptions
+	(*Settings)(nil),              // 13: toolwire.executor.v1.Settings
+	(*Hook)(nil),                  // 14: toolwire.executor.v1.Hook
+	(*HookCommand)(nil),           // 15: toolwire.executor.v1.HookCommand
+	(*Resume)(nil),                // 16: toolwire.executor.v1.Resume
+	(*ToolUse)(nil),               // 17: toolwire.executor.v1.ToolUse
+	(*Abort)(nil),                 // 18: toolwire.executor.v1.Abort
+	(*PermissionDecision)(nil),    // 19: toolwire.executor.v1.PermissionDecision
+	(*ExecuteResponse)(nil),       // 20: toolwire.executor.v1.ExecuteResponse
+	(*Hello)(nil),                 // 21: toolwire.executor.v1.Hello
+	(*SandboxInfo)(nil),           // 22: toolwire.executor.v1.SandboxInfo
+	(*Limits)(nil),                // 23: toolwire.executor.v1.Limits
+	(*Accepted)(nil),              // 24: toolwire.executor.v1.Accepted
+	(*Started)(nil),               // 25: toolwire.executor.v1.Started
+	(*Progress)(nil),              // 26: toolwire.executor.v1.Progress
+	(*PermissionRequest)(nil),     // 27: toolwire.executor.v1.PermissionRequest
+	(*Result)(nil),                // 28: toolwire.executor.v1.Result
+	(*ContentBlock)(nil),          // 29: toolwire.executor.v1.ContentBlock
+	(*TextBlock)(nil),             // 30: toolwire.executor.v1.TextBlock
+	(*ImageBlock)(nil),            // 31: toolwire.executor.v1.ImageBlock
+	(*Timing)(nil),                // 32: toolwire.executor.v1.Timing
+	(*Truncation)(nil),            // 33: toolwire.executor.v1.Truncation
+	(*AbortAck)(nil),              // 34: toolwire.executor.v1.AbortAck
+	(*TaskNotification)(nil),      // 35: toolwire.executor.v1.TaskNotification
+	(*ListToolsRequest)(nil),      // 36: toolwire.executor.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 37: toolwire.executor.v1.ListToolsResponse
+	(*ToolDefinition)(nil),        // 38: toolwire.executor.v1.ToolDefinition
+	(*durationpb.Duration)(nil),   // 39: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 40: google.protobuf.Timestamp
 }
 var file_toolwire_executor_v1_executor_proto_depIdxs = []int32{
 	10, // 0: toolwire.executor.v1.ExecuteRequest.open:type_name -> toolwire.executor.v1.Open
-	15, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
-	16, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
-	17, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
-	18, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
-	11, // 5: toolwire.executor.v1.Open.options:type_name -> toolwire.executor.v1.SessionOptions
-	12, // 6: toolwire.executor.v1.Open.settings:type_name -> toolwire.executor.v1.Settings
-	0,  // 7: toolwire.executor.v1.SessionOptions.result_order:type_name -> toolwire.executor.v1.ResultOrder
-	1,  // 8: toolwire.executor.v1.SessionOptions.sibling_abort:type_name -> toolwire.executor.v1.SiblingAbort
-	38, // 9: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
-	38, // 10: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
-	2,  // 11: toolwire.executor.v1.Settings.mode:type_name -> toolwire.executor.v1.PermissionMode
-	13, // 12: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
-	3,  // 13: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
-	14, // 14: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
-	38, // 15: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
-	38, // 16: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
-	4,  // 17: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
-	5,  // 18: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
-	39, // 19: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
-	20, // 20: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
-	23, // 21: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
-	24, // 22: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
-	25, // 23: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
-	26, // 24: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
-	27, // 25: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
-	33, // 26: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
-	34, // 27: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
-	21, // 28: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
-	22, // 29: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
-	38, // 30: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
-	6,  // 31: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
-	38, // 32: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
-	38, // 33: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
-	38, // 34: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
-	38, // 35: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
-	28, // 36: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
-	7,  // 37: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
-	31, // 38: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
-	32, // 39: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
-	29, // 40: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
-	30, // 41: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
-	39, // 42: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
-	39, // 43: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
-	39, // 44: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
-	38, // 45: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
-	38, // 46: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
-	17, // 47: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
-	37, // 48: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
-	8,  // 49: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
-	9,  // 50: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
-	35, // 51: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
-	19, // 52: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
-	36, // 53: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
-	52, // [52:54] is the sub-list for method output_type
-	50, // [50:52] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	16, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
+	17, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
+	18, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
+	19, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
+	12, // 5: toolwire.executor.v1.Open.options:type_name -> toolwire.executor.v1.SessionOptions
+	13, // 6: toolwire.executor.v1.Open.settings:type_name -> toolwire.executor.v1.Settings
+	11, // 7: toolwire.executor.v1.Open.tools:type_name -> toolwire.executor.v1.ToolSet
+	0,  // 8: toolwire.executor.v1.SessionOptions.result_order:type_name -> toolwire.executor.v1.ResultOrder
+	1,  // 9: toolwire.executor.v1.SessionOptions.sibling_abort:type_name -> toolwire.executor.v1.SiblingAbort
+	39, // 10: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
+	39, // 11: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
+	2,  // 12: toolwire.executor.v1.Settings.mode:type_name -> toolwire.executor.v1.PermissionMode
+	14, // 13: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
+	3,  // 14: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
+	15, // 15: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
+	39, // 16: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
+	39, // 17: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
+	4,  // 18: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
+	5,  // 19: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
+	40, // 20: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
+	21, // 21: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
+	24, // 22: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
+	25, // 23: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
+	26, // 24: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
+	27, // 25: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
+	28, // 26: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
+	34, // 27: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
+	35, // 28: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
+	22, // 29: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
+	23, // 30: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
+	39, // 31: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
+	6,  // 32: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
+	39, // 33: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
+	39, // 34: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
+	39, // 35: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
+	39, // 36: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
+	29, // 37: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
+	7,  // 38: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
+	32, // 39: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
+	33, // 40: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
+	30, // 41: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
+	31, // 42: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
+	40, // 43: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
+	40, // 44: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
+	40, // 45: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
+	39, // 46: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
+	39, // 47: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
+	18, // 48: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
+	38, // 49: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	8,  // 50: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
+	9,  // 51: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
+	36, // 52: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
+	20, // 53: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
+	37, // 54: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
+	53, // [53:55] is the sub-list for method output_type
+	51, // [51:53] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_executor_v1_executor_proto_init() }
@@ -3431,12 +3513,12 @@ func file_toolwire_executor_v1_executor_proto_init() {
 		(*ExecuteRequest_Abort)(nil),
 		(*ExecuteRequest_PermissionDecision)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[8].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[9].OneofWrappers = []any{
 		(*Abort_ToolUseId)(nil),
 		(*Abort_AssistantMessageId)(nil),
 		(*Abort_All)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[10].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[11].OneofWrappers = []any{
 		(*ExecuteResponse_Hello)(nil),
 		(*ExecuteResponse_Accepted)(nil),
 		(*ExecuteResponse_Started)(nil),
@@ -3446,19 +3528,19 @@ func file_toolwire_executor_v1_executor_proto_init() {
 		(*ExecuteResponse_AbortAck)(nil),
 		(*ExecuteResponse_TaskNotification)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[18].OneofWrappers = []any{}
-	file_toolwire_executor_v1_executor_proto_msgTypes[19].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[19].OneofWrappers = []any{}
+	file_toolwire_executor_v1_executor_proto_msgTypes[20].OneofWrappers = []any{
 		(*ContentBlock_Text)(nil),
 		(*ContentBlock_Image)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[25].OneofWrappers = []any{}
+	file_toolwire_executor_v1_executor_proto_msgTypes[26].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_executor_v1_executor_proto_rawDesc), len(file_toolwire_executor_v1_executor_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
