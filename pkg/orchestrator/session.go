@@ -369,6 +369,18 @@ func (s *Session) connectTo(ctx context.Context, addr string) (*link, []model.To
 			SessionId: s.id, LastSequence: after,
 		}}}, stale, s.handleExec)
 	}
+	if s.tools == nil {
+		list, err := client.ListTools(ctx, &executorv1.ListToolsRequest{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: list tools: %w", ErrExecutorUnavailable, err)
+		}
+		s.tools = toolPool(list.GetTools(), s.cfg.AllowedTools, s.cfg.DisallowedTools)
+	}
+	// The executor runs no call of a tool the model was not offered.
+	offered := &executorv1.ToolSet{Names: make([]string, 0, len(s.tools))}
+	for _, t := range s.tools {
+		offered.Names = append(offered.Names, t.Name)
+	}
 	open := func() (*link, error) {
 		return openLink(ctx, client, &executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: &executorv1.Open{
 			SessionId:     s.id,
@@ -377,6 +389,7 @@ func (s *Session) connectTo(ctx context.Context, addr string) (*link, []model.To
 			Settings:      s.cfg.Settings,
 			ClientName:    s.o.cfg.ClientName,
 			ClientVersion: s.o.cfg.ClientVersion,
+			Tools:         offered,
 		}}}, false, s.handleExec)
 	}
 	// A broken stream is resumed where it stopped; a first connection opens
@@ -426,14 +439,6 @@ func (s *Session) connectTo(ctx context.Context, addr string) (*link, []model.To
 		// Calls the transcript already reports as interrupted must not go on.
 		_ = l.abortAll(executorv1.AbortReason_ABORT_REASON_SHUTDOWN, "orchestrator restarted")
 		s.restarted = false
-	}
-	if s.tools == nil {
-		list, err := client.ListTools(ctx, &executorv1.ListToolsRequest{})
-		if err != nil {
-			l.drop()
-			return nil, nil, fmt.Errorf("%w: list tools: %w", ErrExecutorUnavailable, err)
-		}
-		s.tools = toolPool(list.GetTools(), s.cfg.AllowedTools, s.cfg.DisallowedTools)
 	}
 	s.system = s.cfg.SystemPrompt
 	if s.system == "" {
