@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel"
@@ -41,6 +42,8 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	completion := fs.Bool("completion-order", false, "print results in completion order instead of tool_use order")
 	mode := fs.String("permission-mode", "bypassPermissions", "session permission mode: default, acceptEdits, plan or bypassPermissions (operator rules of the executor still apply)")
 	askAnswer := fs.String("ask", "deny", `answer to permission requests: "allow" (once) or "deny"`)
+	var tools toolsFlag
+	fs.Var(&tools, "tools", `the only tools the session runs, e.g. "Read,Glob" (repeatable; "" for none; default: all); calls of others get "No such tool available"`)
 	config := executorFlags(fs)
 	security := rpcauth.RegisterClientFlags(fs, "")
 	fs.Usage = func() {
@@ -137,6 +140,7 @@ Flags:
 		SessionId: *sessionID, Workspace: *workspace, ClientName: "toolsvc call", ClientVersion: version,
 		Options:  &executorv1.SessionOptions{ResultOrder: order},
 		Settings: settingspb.ToProto(settings.Settings{Permissions: settings.Permissions{DefaultMode: pmode}}),
+		Tools:    tools.set,
 	}
 	results, err := runCalls(ctx, client, open, uses, answer, progressWriter(*progress, stderr))
 	if err != nil {
@@ -150,6 +154,29 @@ Flags:
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(blocks)
+}
+
+// toolsFlag is --tools: tool names, comma-separated, the flag repeatable.
+// Given at all, even empty, it sets the session's tools.
+type toolsFlag struct{ set *executorv1.ToolSet }
+
+func (f *toolsFlag) String() string {
+	if f.set == nil {
+		return ""
+	}
+	return strings.Join(f.set.GetNames(), ",")
+}
+
+func (f *toolsFlag) Set(v string) error {
+	if f.set == nil {
+		f.set = &executorv1.ToolSet{Names: []string{}}
+	}
+	for _, name := range strings.Split(v, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			f.set.Names = append(f.set.Names, name)
+		}
+	}
+	return nil
 }
 
 // parentFromEnv returns ctx with the remote span context of $TRACEPARENT
