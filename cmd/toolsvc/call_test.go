@@ -14,7 +14,7 @@ import (
 // false, as Claude Code's do.
 func TestCallBackgroundLaunchStatesIsError(t *testing.T) {
 	in := `{"type":"tool_use","id":"bg","name":"Bash","input":{"command":"echo begun","run_in_background":true}}`
-	rs := runCall(t, in, "--embedded", "--root", sandboxtest.Dir(t))
+	rs := runCall(t, in, "--embedded", "--root", sandboxtest.Dir(t), "--output-dir", t.TempDir())
 	content, _ := rs[0].Content.(string)
 	if len(rs) != 1 || !strings.HasPrefix(content, "Command running in background with ID: ") {
 		t.Fatalf("results %+v", rs)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +47,8 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		openFiles    = fs.Int("limit-open-files", 0, "open files of each tool process (0: unlimited)")
 		settingsFile = fs.String("settings", "", "operator settings file (Claude Code settings.json shape): permission rules, mode and hooks every session gets and cannot loosen")
 		traceContent = fs.Bool("trace-content", envBool(executor.TraceContentEnv), "record tool inputs and results (cut to 8 KiB) on the run_tool spans; they may hold secrets (env "+executor.TraceContentEnv+")")
+		outputDir    = fs.String("output-dir", defaultOutputDir(), "where each session's saved outputs (full output of a shortened result, background shells' output) are kept, in a directory per session id, after the session ends, so a conversation resumed under the same id still finds them (empty: removed with the session)")
+		outputKeep   = fs.Duration("output-retention", 24*time.Hour, "how long saved outputs are kept after their session ended (0: removed with the session)")
 		readOnly     listFlag
 		readWrite    listFlag
 		deny         listFlag
@@ -102,8 +106,20 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 			cfg.SessionUIDs = sandbox.UIDRange{}
 		}
 		cfg.TraceContent = *traceContent
+		if *outputDir != "" && *outputKeep > 0 {
+			if err := execsvc.PrepareOutputRoot(*outputDir); err != nil {
+				return execsvc.Config{}, fmt.Errorf("--output-dir: %w", err)
+			}
+			cfg.OutputRoot, cfg.OutputRetention = *outputDir, *outputKeep
+		}
 		return cfg, nil
 	}
+}
+
+// defaultOutputDir is --output-dir's default: a directory of the invoking
+// user's own in the system temp directory.
+func defaultOutputDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("toolwire-outputs-%d", os.Geteuid()))
 }
 
 func envBool(name string) bool {
