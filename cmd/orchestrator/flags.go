@@ -99,11 +99,15 @@ func (c *common) executorAddr() string {
 }
 
 func (c *common) embeddedConfig(log *slog.Logger) embedded.Config {
+	// Saved outputs live beside the transcripts, in <sessions-dir>/<id>/,
+	// and go when the conversation is removed.
+	outputs, _ := c.sessionsDirectory()
 	return embedded.Config{
-		Root:    c.root,
-		Version: version,
-		Logger:  log,
-		Sandbox: sandbox.Config{Backend: c.sandbox, Network: c.network, RunAsUser: c.embeddedUser(), Logger: log},
+		Root:       c.root,
+		OutputRoot: outputs,
+		Version:    version,
+		Logger:     log,
+		Sandbox:    sandbox.Config{Backend: c.sandbox, Network: c.network, RunAsUser: c.embeddedUser(), Logger: log},
 	}
 }
 
@@ -138,14 +142,19 @@ func (c *common) modelClient(getenv func(string) string, log *slog.Logger) (*mod
 	return model.New(cfg)
 }
 
+// sessionsDirectory returns the directory of the transcripts.
+func (c *common) sessionsDirectory() (string, error) {
+	if c.sessionsDir != "" {
+		return c.sessionsDir, nil
+	}
+	return orchestrator.DefaultStoreDir()
+}
+
 // store opens the transcript store.
 func (c *common) store() (*orchestrator.Store, error) {
-	dir := c.sessionsDir
-	if dir == "" {
-		var err error
-		if dir, err = orchestrator.DefaultStoreDir(); err != nil {
-			return nil, err
-		}
+	dir, err := c.sessionsDirectory()
+	if err != nil {
+		return nil, err
 	}
 	st, err := orchestrator.OpenStore(dir, orchestrator.StoreOptions{})
 	if err != nil {

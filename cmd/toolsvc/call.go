@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel"
@@ -44,6 +45,8 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	listTools := fs.Bool("list-tools", false, "print the session's tools (built-in, then MCP) and MCP servers as JSON instead of running calls; stdin is not read")
 	var mcpConfigs listFlag
 	fs.Var(&mcpConfigs, "mcp-config", `MCP servers of the session, as JSON or a file in Claude Code's shape ({"mcpServers": {...}}); ${VAR} is expanded from this environment (repeatable)`)
+	var tools toolsFlag
+	fs.Var(&tools, "tools", `the only tools the session runs, e.g. "Read,Glob" (repeatable; "" for none; default: all); calls of others get "No such tool available"`)
 	config := executorFlags(fs)
 	security := rpcauth.RegisterClientFlags(fs, "")
 	fs.Usage = func() {
@@ -147,6 +150,7 @@ Flags:
 		Options:    &executorv1.SessionOptions{ResultOrder: order},
 		Settings:   settingspb.ToProto(settings.Settings{Permissions: settings.Permissions{DefaultMode: pmode}}),
 		McpServers: execgrpc.MCPServersToProto(mcpServers),
+		Tools:      tools.set,
 	}
 	if *listTools {
 		return printTools(ctx, client, open, stdout)
@@ -163,6 +167,29 @@ Flags:
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(blocks)
+}
+
+// toolsFlag is --tools: tool names, comma-separated, the flag repeatable.
+// Given at all, even empty, it sets the session's tools.
+type toolsFlag struct{ set *executorv1.ToolSet }
+
+func (f *toolsFlag) String() string {
+	if f.set == nil {
+		return ""
+	}
+	return strings.Join(f.set.GetNames(), ",")
+}
+
+func (f *toolsFlag) Set(v string) error {
+	if f.set == nil {
+		f.set = &executorv1.ToolSet{Names: []string{}}
+	}
+	for _, name := range strings.Split(v, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			f.set.Names = append(f.set.Names, name)
+		}
+	}
+	return nil
 }
 
 // parentFromEnv returns ctx with the remote span context of $TRACEPARENT

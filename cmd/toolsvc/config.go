@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,8 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		mcpTimeout   = fs.Duration("mcp-timeout", mcpclient.DefaultStartTimeout, "how long each MCP server of a session may take to start and list its tools; the session's Hello waits for them this long at most")
 		mcpMaxOutput = fs.Int("mcp-max-output-tokens", envInt("MAX_MCP_OUTPUT_TOKENS", mcpclient.DefaultMaxOutputTokens), "largest MCP tool output, in tokens of 4 characters, before it is cut and saved to a file (env MAX_MCP_OUTPUT_TOKENS)")
 		traceContent = fs.Bool("trace-content", envBool(executor.TraceContentEnv), "record tool inputs and results (cut to 8 KiB) on the run_tool spans; they may hold secrets (env "+executor.TraceContentEnv+")")
+		outputDir    = fs.String("output-dir", defaultOutputDir(), "where each session's saved outputs (full output of a shortened result, background shells' output) are kept, in a directory per session id, after the session ends, so a conversation resumed under the same id still finds them (empty: removed with the session)")
+		outputKeep   = fs.Duration("output-retention", 24*time.Hour, "how long saved outputs are kept after their session ended (0: removed with the session)")
 		readOnly     listFlag
 		readWrite    listFlag
 		deny         listFlag
@@ -107,8 +110,20 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		}
 		cfg.TraceContent = *traceContent
 		cfg.MCP.StartTimeout, cfg.MCP.MaxOutputTokens = *mcpTimeout, *mcpMaxOutput
+		if *outputDir != "" && *outputKeep > 0 {
+			if err := execsvc.PrepareOutputRoot(*outputDir); err != nil {
+				return execsvc.Config{}, fmt.Errorf("--output-dir: %w", err)
+			}
+			cfg.OutputRoot, cfg.OutputRetention = *outputDir, *outputKeep
+		}
 		return cfg, nil
 	}
+}
+
+// defaultOutputDir is --output-dir's default: a directory of the invoking
+// user's own in the system temp directory.
+func defaultOutputDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("toolwire-outputs-%d", os.Geteuid()))
 }
 
 func envBool(name string) bool {

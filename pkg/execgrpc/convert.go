@@ -73,6 +73,15 @@ func decisionFromProto(m *executorv1.PermissionDecision) executor.PermissionDeci
 	return d
 }
 
+// toolSetFromProto returns the names of a ToolSet: nil when it is unset
+// (every tool), never nil when it is set (an empty set offers none).
+func toolSetFromProto(m *executorv1.ToolSet) []string {
+	if m == nil {
+		return nil
+	}
+	return append([]string{}, m.GetNames()...)
+}
+
 func optionsFromProto(m *executorv1.SessionOptions) executor.SessionOptions {
 	o := executor.SessionOptions{
 		MaxConcurrency:    int(m.GetMaxConcurrency()),
@@ -132,6 +141,7 @@ func eventToProto(ev *executor.Event) *executorv1.ExecuteResponse {
 			Workspace:       h.Workspace,
 			McpServers:      mcpStatusToProto(h.MCPServers),
 			McpTools:        toolSpecsToProto(h.MCPTools),
+			Tools:           h.Tools,
 		}}
 	case ev.Accepted != nil:
 		a := ev.Accepted

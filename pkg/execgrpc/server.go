@@ -42,7 +42,11 @@ func (s *Server) ListTools(ctx context.Context, req *executorv1.ListToolsRequest
 			return nil, toStatus(err)
 		}
 	}
-	return &executorv1.ListToolsResponse{Tools: toolSpecsToProto(specs)}, nil
+	defs := toolSpecsToProto(specs)
+	for _, d := range defs {
+		d.Aliases = s.ex.Aliases(d.GetName())
+	}
+	return &executorv1.ListToolsResponse{Tools: defs}, nil
 }
 
 // Execute serves one session stream: the first client message opens or
@@ -79,6 +83,7 @@ func (s *Server) Execute(stream executorv1.ExecutorService_ExecuteServer) error 
 			ClientName:    o.GetClientName(),
 			ClientVersion: o.GetClientVersion(),
 			MCPServers:    MCPServersFromProto(o.GetMcpServers()),
+			Tools:         toolSetFromProto(o.GetTools()),
 		})
 	case *executorv1.ExecuteRequest_Resume:
 		resumed, after = true, m.Resume.GetLastSequence()

@@ -1,6 +1,8 @@
 package execgrpc_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +53,38 @@ func TestReadThenEditInOneMessage(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(a); string(b) != "alpha\ngamma\n" {
 		t.Fatalf("file now %q", b)
+	}
+}
+
+// Claude Code takes an offset of 0 or below and a limit of 0 as if they were
+// not given, although the schema it shows the model (and ListTools shows)
+// rules them out.
+func TestReadOffsetAndLimitBelowOne(t *testing.T) {
+	h, root := realHarness(t)
+	s := h.open(nil)
+	for i, c := range []struct{ in, want string }{
+		{`"offset":-1`, "1\talpha\n2\tbeta\n3\t"},
+		{`"limit":0`, "1\talpha\n2\tbeta\n3\t"},
+		{`"offset":0,"limit":0`, "1\talpha\n2\tbeta\n3\t"},
+		{`"offset":-5,"limit":1`, "1\talpha"},
+	} {
+		// A file each: an unchanged re-read would get the "unchanged" note.
+		name := filepath.Join(root, fmt.Sprintf("A%d.txt", i))
+		writeFile(t, name, "alpha\nbeta\n")
+		s.useTool(fmt.Sprint("r", i), fmt.Sprint("m", i), "Read", `{"file_path":"`+name+`",`+c.in+`}`)
+		r := s.results(1)[0]
+		if r.IsError != nil || text(r) != c.want {
+			t.Errorf("Read {%s}: is_error %v, %q; want %q", c.in, r.GetIsError(), text(r), c.want)
+		}
+	}
+	list, err := h.client.ListTools(context.Background(), &executorv1.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range list.GetTools() {
+		if d.GetName() == "Read" && !strings.Contains(d.GetInputSchemaJson(), `"exclusiveMinimum": 0`) {
+			t.Errorf("Read's schema for the model lost Claude Code's bounds: %s", d.GetInputSchemaJson())
+		}
 	}
 }
 
@@ -145,6 +179,9 @@ func TestBackgroundShellLifecycle(t *testing.T) {
 	const prefix = "Command running in background with ID: "
 	if !strings.HasPrefix(text(r), prefix) {
 		t.Fatalf("%q", text(r))
+	}
+	if r.IsError == nil || r.GetIsError() {
+		t.Errorf("background launch: is_error %v, want a stated false like every Bash result", r.IsError)
 	}
 	id := strings.Fields(strings.TrimPrefix(text(r), prefix))[0]
 	id = strings.TrimSuffix(id, ".")

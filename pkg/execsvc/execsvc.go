@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,20 @@ type Config struct {
 	// TempRoot holds the per-session scratch directories; empty means the
 	// system temp directory.
 	TempRoot string
+	// OutputRoot, when set, keeps each session's saved outputs (the whole
+	// output of a shortened Bash result, background shells' output files)
+	// in <OutputRoot>/<session id>/ beyond the session's end, so that the
+	// paths a conversation's transcript holds still lead somewhere, and a
+	// session opened later under the same id finds them. Tool processes
+	// may read them, not change them. Empty keeps them in the session's
+	// scratch directory, removed with the session.
+	OutputRoot string
+	// OutputRetention is how long the outputs of a session that ended are
+	// kept in OutputRoot (checked as sessions open). Zero keeps them until
+	// whoever owns OutputRoot removes them: orchestrator -p points it at
+	// its sessions directory and removes a conversation's outputs with the
+	// conversation.
+	OutputRetention time.Duration
 	// Sandbox configures process confinement.
 	Sandbox sandbox.Config
 	// SessionUIDs, when not zero, gives each session a user of its own
@@ -108,9 +123,15 @@ func New(cfg Config) (*executor.Executor, error) {
 			return nil, err
 		}
 	}
+	var outputs *outputStore
+	if cfg.OutputRoot != "" {
+		if outputs, err = newOutputStore(cfg.OutputRoot, cfg.OutputRetention, cfg.Logger); err != nil {
+			return nil, err
+		}
+	}
 	return executor.New(executor.Config{
 		Tools:             Tools(),
-		NewEnv:            envFactory(cfg, users),
+		NewEnv:            envFactory(cfg, users, outputs),
 		Limits:            cfg.Limits,
 		MaxConcurrency:    cfg.MaxConcurrency,
 		Retention:         cfg.Retention,
@@ -124,8 +145,9 @@ func New(cfg Config) (*executor.Executor, error) {
 }
 
 // envFactory returns the executor's EnvFactory for cfg; users, when not
-// nil, gives each session its user.
-func envFactory(cfg Config, users *sandbox.UIDPool) executor.EnvFactory {
+// nil, gives each session its user, and outputs, when not nil, keeps the
+// sessions' saved outputs.
+func envFactory(cfg Config, users *sandbox.UIDPool, outputs *outputStore) executor.EnvFactory {
 	return func(ctx context.Context, sessionID, dir string) (_ *tool.Env, _ executor.SandboxInfo, err error) {
 		var info executor.SandboxInfo
 		var cleanup []func()
@@ -156,14 +178,25 @@ func envFactory(cfg Config, users *sandbox.UIDPool) executor.EnvFactory {
 			return nil, info, fmt.Errorf("session scratch directory: %w", err)
 		}
 		cleanup = append(cleanup, func() { _ = os.RemoveAll(tmp) })
-		outputs := filepath.Join(tmp, "outputs")
-		if err := os.Mkdir(outputs, 0o700); err != nil {
+		outDir := filepath.Join(tmp, "outputs")
+		readOnly := cfg.ReadOnly
+		releaseOutputs := func() {}
+		if outputs != nil {
+			// Outside the temp dir, which processes may write: there they
+			// may only read.
+			if outDir, releaseOutputs, err = outputs.acquire(sessionID); err != nil {
+				return nil, info, err
+			}
+			cleanup = append(cleanup, releaseOutputs)
+			readOnly = append(slices.Clip(readOnly), outDir)
+			sc.SessionReadOnlyPaths = append(slices.Clip(sc.SessionReadOnlyPaths), outDir)
+		} else if err := os.Mkdir(outDir, 0o700); err != nil {
 			return nil, info, fmt.Errorf("session output directory: %w", err)
 		}
 		ws, err := workspace.New(workspace.Config{
 			Dir:       wsDir,
 			ReadWrite: append([]string{tmp}, cfg.ReadWrite...),
-			ReadOnly:  cfg.ReadOnly,
+			ReadOnly:  readOnly,
 			Deny:      cfg.Deny,
 			Durable:   cfg.Durable,
 			Logger:    cfg.Logger,
@@ -176,12 +209,18 @@ func envFactory(cfg Config, users *sandbox.UIDPool) executor.EnvFactory {
 		if err != nil {
 			return nil, info, err
 		}
+		if outputs != nil {
+			if err := shareWith(outDir, runner.UID(), runner.GID()); err != nil {
+				runner.Close()
+				return nil, info, err
+			}
+		}
 		env := &tool.Env{
 			SessionID: sessionID,
 			Files:     ws,
 			Procs:     runner,
 			TempDir:   tmp,
-			OutputDir: outputs,
+			OutputDir: outDir,
 			Limits:    cfg.Limits.WithDefaults(),
 			Reads:     tool.NewFileState(),
 		}
@@ -190,6 +229,7 @@ func envFactory(cfg Config, users *sandbox.UIDPool) executor.EnvFactory {
 			runner.Close()
 			_ = ws.Close()
 			_ = os.RemoveAll(tmp)
+			releaseOutputs()
 		})
 		info = executor.SandboxInfo{
 			Backend:  cfg.Sandbox.Backend,

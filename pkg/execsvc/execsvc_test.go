@@ -76,7 +76,7 @@ func TestSessionsHaveUsersOfTheirOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := envFactory(cfg, pool)
+	factory := envFactory(cfg, pool, nil)
 	a, _ := openEnv(t, factory, "a", "")
 	b, info := openEnv(t, factory, "b", "")
 	if got := strings.Join(info.Enforced, " "); !strings.Contains(got, "pid_isolation") || !strings.Contains(info.RunAs, "uid "+strconv.Itoa(b.Procs.UID())) {
@@ -139,7 +139,7 @@ func TestFailedOpenGivesTheIDBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := envFactory(cfg, pool)
+	factory := envFactory(cfg, pool, nil)
 	if _, _, err := factory(context.Background(), "x", "/outside/the/root"); err == nil {
 		t.Fatal("a workspace outside the root was accepted")
 	}

@@ -127,6 +127,9 @@ type Hello struct {
 	MCPServers []mcpclient.ServerStatus
 	// MCPTools are the session's MCP tools, sorted by name.
 	MCPTools []tool.Spec
+	// Tools are the canonical names of the built-in tools the session
+	// runs, sorted.
+	Tools []string
 }
 
 // MCPToolsChanged gives the session's MCP servers and its complete list of

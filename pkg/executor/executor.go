@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -146,7 +147,42 @@ func (e *Executor) Tools() []tool.Spec {
 	return specs
 }
 
+// Aliases returns the older names of the tool called name, sorted.
+func (e *Executor) Aliases(name string) []string {
+	var names []string
+	for _, t := range e.tools {
+		if t.spec.AliasOf == name {
+			names = append(names, t.spec.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
 func (e *Executor) lookup(name string) *registered { return e.tools[name] }
+
+// toolSet resolves the tool names a client offers its model (OpenRequest's
+// Tools) into the set of canonical names the session runs; nil means
+// every tool.
+func (e *Executor) toolSet(names []string) (map[string]bool, error) {
+	if names == nil {
+		return nil, nil
+	}
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		r := e.lookup(n)
+		if r == nil {
+			var known []string
+			for _, s := range e.Tools() {
+				known = append(known, s.Name)
+			}
+			return nil, fmt.Errorf("%w: the session's tools name %q, which this executor does not have (it has %s)",
+				ErrInvalidSettings, n, strings.Join(known, ", "))
+		}
+		set[r.canonical()] = true
+	}
+	return set, nil
+}
 
 // registered is a tool with what every call of it needs, worked out once:
 // its spec and its compiled input schema.
@@ -159,10 +195,19 @@ type registered struct {
 
 func register(t tool.Tool) *registered {
 	r := &registered{Tool: t, spec: t.Spec()}
-	if r.schema, r.schemaErr = schema.Compile(r.spec.InputSchema); r.schemaErr != nil {
+	if r.schema, r.schemaErr = schema.Compile(r.spec.CheckedSchema()); r.schemaErr != nil {
 		r.schemaErr = fmt.Errorf("tool %s: %w", r.spec.Name, r.schemaErr)
 	}
 	return r
+}
+
+// canonical returns the name of the tool r is: its own, or for an older
+// name, the tool's it stands for.
+func (r *registered) canonical() string {
+	if r.spec.AliasOf != "" {
+		return r.spec.AliasOf
+	}
+	return r.spec.Name
 }
 
 // validate parses input and checks it against the tool's schema.
@@ -187,6 +232,10 @@ type OpenRequest struct {
 	ClientName, ClientVersion string
 	// MCPServers are the session's own MCP servers.
 	MCPServers mcpclient.Servers
+	// Tools, when not nil, are the only tools the session runs, by name
+	// (an older name stands for its tool); empty means none. Nil means
+	// every tool. A call of another tool gets an unknown-tool Result.
+	Tools []string
 }
 
 // Open starts a session.
@@ -218,6 +267,11 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 		release()
 		return nil, err
 	}
+	offered, err := e.toolSet(req.Tools)
+	if err != nil {
+		release()
+		return nil, err
+	}
 	env, sandboxInfo, err := e.cfg.NewEnv(ctx, id, req.Workspace)
 	if err != nil {
 		release()
@@ -239,6 +293,7 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 		env:       env,
 		opts:      opts,
 		gate:      g,
+		offered:   offered,
 		q:         queue.New(opts.MaxConcurrency),
 		out:       newOutbox(e.cfg.Limits.ProgressInterval),
 		log:       e.log.With("session_id", id),
@@ -288,18 +343,25 @@ func (e *Executor) hello(s *Session, resumed bool) *Hello {
 		Workspace:      s.env.Files.Dir(),
 		MCPServers:     s.mcp.Status(),
 		MCPTools:       s.mcpSpecs(),
+		Tools:          s.toolNames(),
 	}
 }
 
 // SessionTools returns the tools offered to the model in session id: the
-// built-in tools sorted by name, then the session's MCP tools sorted by
+// built-in tools of its set sorted by name, then the session's MCP tools sorted by
 // name.
 func (e *Executor) SessionTools(id string) ([]tool.Spec, error) {
 	s, err := e.Session(id)
 	if err != nil {
 		return nil, err
 	}
-	return append(e.Tools(), s.mcpSpecs()...), nil
+	var specs []tool.Spec
+	for _, spec := range e.Tools() {
+		if s.offered == nil || s.offered[spec.Name] {
+			specs = append(specs, spec)
+		}
+	}
+	return append(specs, s.mcpSpecs()...), nil
 }
 
 // Sessions returns the number of live sessions.

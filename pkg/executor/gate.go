@@ -146,7 +146,7 @@ func (g *gate) before(ctx context.Context, s *Session, c *call) (json.RawMessage
 			return g.refuse(ctx, s, c, hookVerdict(permission.Deny, out.DecidedBy), tool.UseError(tool.OutcomeDenied, hook.BlockedText(spec.Name, reason)))
 		}
 		if out.UpdatedInput != nil {
-			updated, err := schema.Validate(spec.Name, spec.InputSchema, string(out.UpdatedInput))
+			updated, err := schema.Validate(spec.Name, spec.CheckedSchema(), string(out.UpdatedInput))
 			if err != nil {
 				return g.refuse(ctx, s, c, hookVerdict(permission.Deny, out.DecidedBy), tool.UseError(tool.OutcomeInvalidInput,
 					"A PreToolUse hook rewrote the input into one that is not valid: "+err.Error()))

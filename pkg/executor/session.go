@@ -82,6 +82,7 @@ type Session struct {
 	env     *tool.Env
 	opts    SessionOptions
 	gate    *gate
+	offered map[string]bool // canonical names of the tools the session runs; nil: all
 	q       *queue.Queue
 	out     *outbox
 	log     *slog.Logger
@@ -149,20 +150,46 @@ func (s *Session) Submit(ctx context.Context, use ToolUse) error {
 	}
 	s.mu.Unlock()
 
-	c.tool = s.lookup(use.Name)
-	if c.tool == nil {
+	// A tool the session does not offer is refused like one that does not
+	// exist: before the queue, the permission rules and the hooks.
+	t := s.lookup(use.Name)
+	if t == nil || !s.offers(t) {
 		_, span := s.ex.tel.tracer.Start(c.ctx, spanValidate)
-		fail(span, errValidation, "no tool has that name")
+		text, why := schema.UnknownTool(use.Name), "no tool has that name"
+		if t != nil {
+			text, why = schema.ToolNotEnabled(use.Name), "the session does not offer that tool"
+		}
+		fail(span, errValidation, why)
 		span.End()
 		s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID}})
-		s.finish(c, time.Time{}, tool.UseError(tool.OutcomeUnknownTool, schema.UnknownTool(use.Name)))
+		s.finish(c, time.Time{}, tool.UseError(tool.OutcomeUnknownTool, text))
 		return nil
 	}
+	c.tool = t
 	c.input, c.inputErr = c.tool.validate(use.Input)
 	c.safe = c.inputErr == nil && isConcurrencySafe(c.tool, c.input)
 	s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID, ConcurrencySafe: c.safe}})
 	s.q.Add(queue.Job{ID: use.ID, Group: use.MessageID, Safe: c.safe, Run: func(ctx context.Context) { s.run(ctx, c) }})
 	return nil
+}
+
+// offers reports whether the session runs calls of t. The tool set names
+// built-in tools; MCP tools come from the session's servers, so the set
+// does not hold them back (deny rules do).
+func (s *Session) offers(t *registered) bool {
+	return s.offered == nil || s.offered[t.canonical()] || s.ex.lookup(t.spec.Name) == nil
+}
+
+// toolNames returns the canonical names of the tools the session runs,
+// sorted.
+func (s *Session) toolNames() []string {
+	names := []string{}
+	for _, spec := range s.ex.Tools() {
+		if s.offered == nil || s.offered[spec.Name] {
+			names = append(names, spec.Name)
+		}
+	}
+	return names
 }
 
 func isConcurrencySafe(t *registered, input json.RawMessage) bool {

@@ -19,9 +19,15 @@ const externalToolPrefix = "mcp__"
 // first, each group sorted by name. A stable order keeps the prompt cache
 // warm; keeping built-ins as one prefix means an added external tool does
 // not move them.
+//
+// Allowing Bash allows the tools that watch and stop the background shells
+// it starts, TaskOutput and TaskStop, unless they are disallowed.
 func toolPool(defs []*executorv1.ToolDefinition, allowed, disallowed []string) []model.Tool {
 	allow := nameSet(allowed)
 	deny := nameSet(disallowed)
+	if allow["Bash"] {
+		allow["TaskOutput"], allow["TaskStop"] = true, true
+	}
 	var pool []model.Tool
 	for _, d := range defs {
 		name := d.GetName()

@@ -369,6 +369,18 @@ func (s *Session) connectTo(ctx context.Context, addr string) (*link, []model.To
 			SessionId: s.id, LastSequence: after,
 		}}}, stale, s.handleExec)
 	}
+	if s.tools == nil {
+		list, err := client.ListTools(ctx, &executorv1.ListToolsRequest{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: list tools: %w", ErrExecutorUnavailable, err)
+		}
+		s.tools = toolPool(list.GetTools(), s.cfg.AllowedTools, s.cfg.DisallowedTools)
+	}
+	// The executor runs no call of a tool the model was not offered.
+	offered := &executorv1.ToolSet{Names: make([]string, 0, len(s.tools))}
+	for _, t := range s.tools {
+		offered.Names = append(offered.Names, t.Name)
+	}
 	open := func() (*link, error) {
 		return openLink(ctx, client, &executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: &executorv1.Open{
 			SessionId:     s.id,
@@ -377,6 +389,7 @@ func (s *Session) connectTo(ctx context.Context, addr string) (*link, []model.To
 			Settings:      s.cfg.Settings,
 			ClientName:    s.o.cfg.ClientName,
 			ClientVersion: s.o.cfg.ClientVersion,
+			Tools:         offered,
 		}}}, false, s.handleExec)
 	}
 	// A broken stream is resumed where it stopped; a first connection opens
@@ -426,14 +439,6 @@ func (s *Session) connectTo(ctx context.Context, addr string) (*link, []model.To
 		// Calls the transcript already reports as interrupted must not go on.
 		_ = l.abortAll(executorv1.AbortReason_ABORT_REASON_SHUTDOWN, "orchestrator restarted")
 		s.restarted = false
-	}
-	if s.tools == nil {
-		list, err := client.ListTools(ctx, &executorv1.ListToolsRequest{})
-		if err != nil {
-			l.drop()
-			return nil, nil, fmt.Errorf("%w: list tools: %w", ErrExecutorUnavailable, err)
-		}
-		s.tools = toolPool(list.GetTools(), s.cfg.AllowedTools, s.cfg.DisallowedTools)
 	}
 	s.system = s.cfg.SystemPrompt
 	if s.system == "" {
@@ -529,8 +534,8 @@ func (s *Session) handleExec(l *link, resp *executorv1.ExecuteResponse) {
 	s.mu.Unlock()
 	switch ev := resp.GetEvent().(type) {
 	case *executorv1.ExecuteResponse_Result:
-		if cs != nil && cs.deliver(ev.Result) {
-			s.publish(Event{Kind: EventToolResult, Result: ev.Result})
+		if cs != nil {
+			cs.deliver(ev.Result, s.publishResult)
 		}
 	case *executorv1.ExecuteResponse_Started:
 		if cs.has(ev.Started.GetToolUseId()) {
@@ -552,6 +557,11 @@ func (s *Session) handleExec(l *link, resp *executorv1.ExecuteResponse) {
 		}
 		s.publish(Event{Kind: EventTaskNotification, Notification: ev.TaskNotification})
 	}
+}
+
+// publishResult tells clients a call's result.
+func (s *Session) publishResult(r *executorv1.Result) {
+	s.publish(Event{Kind: EventToolResult, Result: r})
 }
 
 func (s *Session) permission(l *link, cs *callSet, req *executorv1.PermissionRequest) {
@@ -658,13 +668,17 @@ func (c *callSet) has(id string) bool {
 	return c.pending[id]
 }
 
-// deliver records r if its call waits for it.
-func (c *callSet) deliver(r *executorv1.Result) bool {
+// deliver records r if its call waits for it, and reports whether it did.
+// announce (publishResult) runs before the turn waiting for the calls can
+// see r: the tool_result event is out before the turn goes on and
+// publishes what follows it (the next request's events, turn_complete).
+func (c *callSet) deliver(r *executorv1.Result, announce func(*executorv1.Result)) bool {
 	c.mu.Lock()
 	if !c.pending[r.GetToolUseId()] {
 		c.mu.Unlock()
 		return false
 	}
+	announce(r)
 	delete(c.pending, r.GetToolUseId())
 	c.results = append(c.results, r)
 	span := c.spans[r.GetToolUseId()]

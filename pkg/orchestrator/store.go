@@ -267,11 +267,16 @@ func (st *Store) release(id string) {
 	st.mu.Unlock()
 }
 
-// remove deletes a session's transcript.
+// remove deletes a session's transcript, and the directory beside it,
+// <dir>/<id>/, where the in-process executor keeps the session's saved
+// outputs.
 func (st *Store) remove(id string) error {
 	st.release(id)
 	if err := os.Remove(st.path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove transcript: %w", err)
+	}
+	if err := os.RemoveAll(filepath.Join(st.dir, id)); err != nil {
+		return fmt.Errorf("remove saved outputs: %w", err)
 	}
 	return nil
 }

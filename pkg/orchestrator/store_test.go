@@ -156,6 +156,14 @@ func TestStoreListAndRemove(t *testing.T) {
 		}
 	}
 	os.WriteFile(filepath.Join(st.Dir(), "notes.txt"), nil, 0o600)
+	// The in-process executor's saved outputs of a and b, beside their
+	// transcripts.
+	for _, id := range []string{"a", "b"} {
+		if err := os.MkdirAll(filepath.Join(st.Dir(), id), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(st.Dir(), id, "toolu_1.txt"), []byte("output"), 0o600)
+	}
 	ids, err := st.list()
 	if err != nil || !reflect.DeepEqual(ids, []string{"a", "b"}) {
 		t.Fatalf("list = %v, %v", ids, err)
@@ -165,6 +173,12 @@ func TestStoreListAndRemove(t *testing.T) {
 	}
 	if _, err := st.load("a"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("load removed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(st.Dir(), "a")); err == nil {
+		t.Error("a's saved outputs outlived its transcript")
+	}
+	if _, err := os.Stat(filepath.Join(st.Dir(), "b", "toolu_1.txt")); err != nil {
+		t.Errorf("b's saved outputs went with a's: %v", err)
 	}
 }
 

@@ -255,8 +255,7 @@ func (s *Session) collect(ctx context.Context, l *link, cs *callSet) (blocks []m
 	if text != "" {
 		for _, m := range cs.missing() {
 			r := syntheticResult(m[0], m[1], text, outcome)
-			if cs.deliver(r) {
-				s.publish(Event{Kind: EventToolResult, Result: r})
+			if cs.deliver(r, s.publishResult) {
 				blocks = append(blocks, ToolResultBlock(r))
 			}
 		}

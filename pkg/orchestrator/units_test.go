@@ -56,6 +56,7 @@ func TestToolPool(t *testing.T) {
 	defs := []*executorv1.ToolDefinition{
 		{Name: "mcp__b__x", InputSchemaJson: `{"type":"object"}`},
 		{Name: "Write"}, {Name: "Bash"}, {Name: "mcp__a__y"}, {Name: "Read"}, {Name: "Glob"},
+		{Name: "TaskOutput"}, {Name: "TaskStop"},
 	}
 	names := func(allowed, disallowed []string) []string {
 		var out []string
@@ -69,10 +70,12 @@ func TestToolPool(t *testing.T) {
 		allowed, disallowed []string
 		want                []string
 	}{
-		{"all, built-ins first", nil, nil, []string{"Bash", "Glob", "Read", "Write", "mcp__a__y", "mcp__b__x"}},
-		{"disallowed removed", nil, []string{"Write", "Bash(rm:*)"}, []string{"Bash", "Glob", "Read", "mcp__a__y", "mcp__b__x"}},
+		{"all, built-ins first", nil, nil, []string{"Bash", "Glob", "Read", "TaskOutput", "TaskStop", "Write", "mcp__a__y", "mcp__b__x"}},
+		{"disallowed removed", nil, []string{"Write", "Bash(rm:*)"}, []string{"Bash", "Glob", "Read", "TaskOutput", "TaskStop", "mcp__a__y", "mcp__b__x"}},
 		{"allowed only", []string{"Read", "Glob", "mcp__b__x"}, nil, []string{"Glob", "Read", "mcp__b__x"}},
-		{"rules with specifiers do not filter", []string{"Bash(git:*)"}, nil, []string{"Bash", "Glob", "Read", "Write", "mcp__a__y", "mcp__b__x"}},
+		{"rules with specifiers do not filter", []string{"Bash(git:*)"}, nil, []string{"Bash", "Glob", "Read", "TaskOutput", "TaskStop", "Write", "mcp__a__y", "mcp__b__x"}},
+		{"Bash brings its background-task tools", []string{"Bash", "Read"}, nil, []string{"Bash", "Read", "TaskOutput", "TaskStop"}},
+		{"unless they are disallowed", []string{"Bash"}, []string{"TaskStop"}, []string{"Bash", "TaskOutput"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,6 +43,12 @@ type Config struct {
 	// ReadWritePaths may be read, written and executed besides the
 	// workspace and the temp dir.
 	ReadWritePaths []string
+	// SessionReadOnlyPaths may be read, not written, like ReadOnlyPaths,
+	// but belong to one runner's session, so each must exist. The executor
+	// lists the session's saved outputs here: they live outside the temp
+	// dir so that they outlast it, and processes read them but cannot
+	// change them.
+	SessionReadOnlyPaths []string
 	// Network is NetworkNone (the default when empty) or NetworkHost.
 	Network string
 	// RunAsUser is the user processes run as when the service runs as root:

@@ -90,6 +90,9 @@ func policyRules(cfg Config, workspace, tempDir string, defaults bool) []pathRul
 	for _, p := range cfg.ReadOnlyPaths {
 		rules = append(rules, pathRule{path: p, access: fsRead, optional: defaults})
 	}
+	for _, p := range cfg.SessionReadOnlyPaths {
+		rules = append(rules, pathRule{path: p, access: fsRead})
+	}
 	for _, p := range alwaysReadable {
 		rules = append(rules, pathRule{path: p, access: fsRead, optional: true})
 	}

@@ -136,7 +136,7 @@ func NewRunner(cfg Config, workspace, tempDir string) (_ *Runner, err error) {
 			return nil, err
 		}
 	}
-	r.readable = append(append(append([]string{workspace, tempDir}, cfg.ReadWritePaths...), cfg.ReadOnlyPaths...), alwaysReadable...)
+	r.readable = append(append(append(append([]string{workspace, tempDir}, cfg.ReadWritePaths...), cfg.ReadOnlyPaths...), cfg.SessionReadOnlyPaths...), alwaysReadable...)
 	r.exec = append(append([]string{workspace, tempDir}, cfg.ReadWritePaths...), cfg.ReadOnlyPaths...)
 	if r.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
@@ -328,6 +328,9 @@ func (r *Runner) User() string { return r.id.name }
 
 // UID returns the user id processes run as.
 func (r *Runner) UID() int { return r.id.uid }
+
+// GID returns the group id processes run as.
+func (r *Runner) GID() int { return r.id.gid }
 
 // Start starts c. The process and everything it starts form one tree that
 // Kill, Wait and Close end together; ctx only bounds the start itself.

@@ -213,6 +213,12 @@ func UnknownTool(name string) string {
 	return "Error: No such tool available: " + name
 }
 
+// ToolNotEnabled returns the text for a call of a tool that exists but is
+// not offered in this session.
+func ToolNotEnabled(name string) string {
+	return UnknownTool(name) + ". " + name + " exists but is not enabled in this context. Use one of the available tools instead."
+}
+
 // check validates v (nil when absent is handled by the caller) against n,
 // coercing numeric strings in place, and appends what is wrong.
 func (n *node) check(v *value, path []any, issues *[]issue) {

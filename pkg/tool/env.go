@@ -75,7 +75,9 @@ type Env struct {
 	// its processes).
 	TempDir string
 	// OutputDir holds full outputs of shortened results and background
-	// shells; Read can open files there.
+	// shells; Read can open files there, and processes may read them. It
+	// may outlast the session (execsvc.Config.OutputRoot), so that the
+	// paths results give stay valid for the conversation.
 	OutputDir string
 	// Limits are the caps of this session.
 	Limits Limits

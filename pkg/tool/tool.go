@@ -34,12 +34,31 @@ type Spec struct {
 	// Hidden tools are callable but not offered to the model; older names
 	// such as BashOutput are registered this way.
 	Hidden bool
+	// AliasOf is set on an older name registered as a hidden tool: the
+	// tool it stands for (TaskOutput for BashOutput). A session that
+	// offers that tool also runs calls by its older names.
+	AliasOf string
+	// ValidationSchema, when set, is the schema a call's input is checked
+	// against instead of InputSchema. Claude Code accepts some input that
+	// the schema it shows the model rules out (Read's offset -1 and limit
+	// 0, read as if absent); such a tool shows InputSchema and checks this
+	// looser one.
+	ValidationSchema json.RawMessage
+}
+
+// CheckedSchema returns the schema a call's input is checked against:
+// ValidationSchema when set, else InputSchema.
+func (s Spec) CheckedSchema() json.RawMessage {
+	if len(s.ValidationSchema) > 0 {
+		return s.ValidationSchema
+	}
+	return s.InputSchema
 }
 
 // Tool is one executable tool.
 //
 // The executor calls the methods in this order: the input is parsed and
-// checked against Spec.InputSchema first; ConcurrencySafe is asked when the
+// checked against Spec.CheckedSchema first; ConcurrencySafe is asked when the
 // call is queued; Validate and Run happen when the call leaves the queue, so
 // that Validate sees the effects of the calls before it (a Read before an
 // Edit of the same message).

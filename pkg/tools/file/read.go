@@ -38,11 +38,12 @@ type readInput struct {
 // Spec describes Read.
 func (r *Read) Spec() tool.Spec {
 	return tool.Spec{
-		Name:        "Read",
-		Description: readDescription,
-		InputSchema: json.RawMessage(readSchema),
-		ReadOnly:    true,
-		Concurrency: tool.ConcurrencyAlways,
+		Name:             "Read",
+		Description:      readDescription,
+		InputSchema:      json.RawMessage(readSchema),
+		ValidationSchema: json.RawMessage(readValidationSchema),
+		ReadOnly:         true,
+		Concurrency:      tool.ConcurrencyAlways,
 	}
 }
 

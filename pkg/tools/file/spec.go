@@ -15,6 +15,21 @@ const (
   "additionalProperties": false
 }`
 
+	// readValidationSchema is what Read checks: readSchema without the
+	// lower bounds. Like Claude Code, Read takes an offset of 0 or below
+	// and a limit of 0 as if they were not given.
+	readValidationSchema = `{
+  "type": "object",
+  "properties": {
+    "file_path": {"type": "string"},
+    "offset": {"type": "integer", "maximum": 9007199254740991},
+    "limit": {"type": "integer", "maximum": 9007199254740991},
+    "pages": {"type": "string"}
+  },
+  "required": ["file_path"],
+  "additionalProperties": false
+}`
+
 	writeSchema = `{
   "type": "object",
   "properties": {

@@ -431,6 +431,9 @@ func (s *session) background(t *testing.T, command, description string) (id, pat
 	if m == nil || res.IsError {
 		t.Fatalf("background start: %q", res.TextContent())
 	}
+	if !res.StateIsError {
+		t.Error("a background launch does not state is_error: false, as every Bash result does")
+	}
 	return m[1], m[2]
 }
 

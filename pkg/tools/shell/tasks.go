@@ -145,8 +145,10 @@ func startBackground(ctx context.Context, env *tool.Env, call *tool.Call, in bas
 	reg.wg.Add(1)
 	reg.mu.Unlock()
 	go watch(env, reg, t, outFile)
-	return tool.Text(fmt.Sprintf("Command running in background with ID: %s. Output is being written to: %s. "+
+	res := tool.Text(fmt.Sprintf("Command running in background with ID: %s. Output is being written to: %s. "+
 		"You will be notified when it completes. To check interim output, use Read on that file path.", id, outPath))
+	res.StateIsError = true // every Bash result says is_error, a launch too
+	return res
 }
 
 // watch copies a task's output to its file and records how it ended.
@@ -220,7 +222,7 @@ func (t TaskOutput) Spec() tool.Spec {
 		Concurrency: tool.ConcurrencyAlways,
 	}
 	if t.alias != "" {
-		s.Name, s.Hidden, s.InputSchema = t.alias, true, bashOutputSchema
+		s.Name, s.Hidden, s.AliasOf, s.InputSchema = t.alias, true, s.Name, bashOutputSchema
 		s.Description = "Older name of TaskOutput: returns a background shell's status and output; filter keeps only lines matching a regular expression."
 	}
 	return s
@@ -379,7 +381,7 @@ func (t TaskStop) Spec() tool.Spec {
 		Concurrency: tool.ConcurrencyAlways,
 	}
 	if t.alias != "" {
-		s.Name, s.Hidden, s.InputSchema = t.alias, true, killShellSchema
+		s.Name, s.Hidden, s.AliasOf, s.InputSchema = t.alias, true, s.Name, killShellSchema
 		s.Description = "Older name of TaskStop: stops a background shell by its id."
 	}
 	return s

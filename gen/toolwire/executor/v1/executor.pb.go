@@ -529,7 +529,8 @@ const (
 	Outcome_OUTCOME_SUCCESS Outcome = 1
 	// The tool ran and reported a failure (e.g. non-zero exit).
 	Outcome_OUTCOME_TOOL_ERROR Outcome = 2
-	// The tool name is unknown.
+	// The tool name is unknown, or the tool is not in the session's set
+	// (Open.tools).
 	Outcome_OUTCOME_UNKNOWN_TOOL Outcome = 3
 	// The input failed parsing, schema or the tool's own checks.
 	Outcome_OUTCOME_INVALID_INPUT Outcome = 4
@@ -826,7 +827,16 @@ type Open struct {
 	// refused. The executor expands no ${VAR} here: a client expands them
 	// from its own environment before it sends them. A server that cannot be
 	// used is reported in Hello and never fails the Open.
-	McpServers    map[string]*McpServerConfig `protobuf:"bytes,10,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	McpServers map[string]*McpServerConfig `protobuf:"bytes,10,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The tools the session offers its model. Unset: every tool of the
+	// executor. Set: only these built-in tools (none when the list is empty).
+	// The executor enforces it for every call: a call of any other built-in
+	// tool is not run and gets an is_error Result with outcome
+	// OUTCOME_UNKNOWN_TOOL, before permission rules and hooks. MCP tools are
+	// not held back by the set: the session's MCP servers define them, and
+	// deny rules refuse them. A resumed session keeps its set; Hello.tools
+	// reports it.
+	Tools         *ToolSet `protobuf:"bytes,7,opt,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -910,6 +920,63 @@ func (x *Open) GetMcpServers() map[string]*McpServerConfig {
 	return nil
 }
 
+func (x *Open) GetTools() *ToolSet {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+// ToolSet names tools.
+type ToolSet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tool names as ListTools gives them. An older name (BashOutput,
+	// KillShell, KillBash) stands for the tool it is an alias of, and a tool
+	// is called by any of its names once it is in the set. Nothing is added
+	// implicitly: naming Bash does not enable TaskOutput or TaskStop. A name
+	// the executor does not have makes Open fail with InvalidArgument.
+	Names         []string `protobuf:"bytes,1,rep,name=names,proto3" json:"names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolSet) Reset() {
+	*x = ToolSet{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolSet) ProtoMessage() {}
+
+func (x *ToolSet) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolSet.ProtoReflect.Descriptor instead.
+func (*ToolSet) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ToolSet) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
 // McpServerConfig configures one MCP server: a stdio server (command, args,
 // env), started inside the session's sandbox, or a remote one (type "http"
 // or "sse", url, headers), reached by the executor.
@@ -935,7 +1002,7 @@ type McpServerConfig struct {
 
 func (x *McpServerConfig) Reset() {
 	*x = McpServerConfig{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[2]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -947,7 +1014,7 @@ func (x *McpServerConfig) String() string {
 func (*McpServerConfig) ProtoMessage() {}
 
 func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[2]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -960,7 +1027,7 @@ func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerConfig.ProtoReflect.Descriptor instead.
 func (*McpServerConfig) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{2}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *McpServerConfig) GetType() string {
@@ -1027,7 +1094,7 @@ type SessionOptions struct {
 
 func (x *SessionOptions) Reset() {
 	*x = SessionOptions{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[3]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1106,7 @@ func (x *SessionOptions) String() string {
 func (*SessionOptions) ProtoMessage() {}
 
 func (x *SessionOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[3]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1119,7 @@ func (x *SessionOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOptions.ProtoReflect.Descriptor instead.
 func (*SessionOptions) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{3}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SessionOptions) GetResultOrder() ResultOrder {
@@ -1110,7 +1177,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[4]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1189,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[4]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1202,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{4}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Settings) GetAllow() []string {
@@ -1189,7 +1256,7 @@ type Hook struct {
 
 func (x *Hook) Reset() {
 	*x = Hook{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[5]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1268,7 @@ func (x *Hook) String() string {
 func (*Hook) ProtoMessage() {}
 
 func (x *Hook) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[5]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1281,7 @@ func (x *Hook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hook.ProtoReflect.Descriptor instead.
 func (*Hook) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{5}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Hook) GetEvent() HookEvent {
@@ -1252,7 +1319,7 @@ type HookCommand struct {
 
 func (x *HookCommand) Reset() {
 	*x = HookCommand{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1331,7 @@ func (x *HookCommand) String() string {
 func (*HookCommand) ProtoMessage() {}
 
 func (x *HookCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1344,7 @@ func (x *HookCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookCommand.ProtoReflect.Descriptor instead.
 func (*HookCommand) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *HookCommand) GetCommand() string {
@@ -1310,7 +1377,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +1389,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +1402,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Resume) GetSessionId() string {
@@ -1379,7 +1446,7 @@ type ToolUse struct {
 
 func (x *ToolUse) Reset() {
 	*x = ToolUse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1391,7 +1458,7 @@ func (x *ToolUse) String() string {
 func (*ToolUse) ProtoMessage() {}
 
 func (x *ToolUse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1404,7 +1471,7 @@ func (x *ToolUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolUse.ProtoReflect.Descriptor instead.
 func (*ToolUse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ToolUse) GetId() string {
@@ -1479,7 +1546,7 @@ type Abort struct {
 
 func (x *Abort) Reset() {
 	*x = Abort{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1491,7 +1558,7 @@ func (x *Abort) String() string {
 func (*Abort) ProtoMessage() {}
 
 func (x *Abort) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1504,7 +1571,7 @@ func (x *Abort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Abort.ProtoReflect.Descriptor instead.
 func (*Abort) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Abort) GetTarget() isAbort_Target {
@@ -1595,7 +1662,7 @@ type PermissionDecision struct {
 
 func (x *PermissionDecision) Reset() {
 	*x = PermissionDecision{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1607,7 +1674,7 @@ func (x *PermissionDecision) String() string {
 func (*PermissionDecision) ProtoMessage() {}
 
 func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1620,7 +1687,7 @@ func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionDecision.ProtoReflect.Descriptor instead.
 func (*PermissionDecision) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{10}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PermissionDecision) GetToolUseId() string {
@@ -1672,7 +1739,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +1751,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1697,7 +1764,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{11}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ExecuteResponse) GetSequence() uint64 {
@@ -1896,14 +1963,18 @@ type Hello struct {
 	McpServers []*McpServerStatus `protobuf:"bytes,12,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	// The session's MCP tools, sorted by name: offer them to the model after
 	// the built-in tools. McpToolsChanged replaces this list.
-	McpTools      []*ToolDefinition `protobuf:"bytes,13,rep,name=mcp_tools,json=mcpTools,proto3" json:"mcp_tools,omitempty"`
+	McpTools []*ToolDefinition `protobuf:"bytes,13,rep,name=mcp_tools,json=mcpTools,proto3" json:"mcp_tools,omitempty"`
+	// The built-in tools the session runs, by canonical name, sorted: those
+	// Open's tools named, or every tool of the executor. Calls of other
+	// built-in tools get an OUTCOME_UNKNOWN_TOOL Result.
+	Tools         []string `protobuf:"bytes,10,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1915,7 +1986,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1928,7 +1999,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{12}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Hello) GetSessionId() string {
@@ -2008,6 +2079,13 @@ func (x *Hello) GetMcpTools() []*ToolDefinition {
 	return nil
 }
 
+func (x *Hello) GetTools() []string {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
 // McpServerStatus describes one MCP server of a session.
 type McpServerStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2034,7 +2112,7 @@ type McpServerStatus struct {
 
 func (x *McpServerStatus) Reset() {
 	*x = McpServerStatus{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2046,7 +2124,7 @@ func (x *McpServerStatus) String() string {
 func (*McpServerStatus) ProtoMessage() {}
 
 func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2059,7 +2137,7 @@ func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerStatus.ProtoReflect.Descriptor instead.
 func (*McpServerStatus) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{13}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *McpServerStatus) GetName() string {
@@ -2133,7 +2211,7 @@ type McpToolsChanged struct {
 
 func (x *McpToolsChanged) Reset() {
 	*x = McpToolsChanged{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2145,7 +2223,7 @@ func (x *McpToolsChanged) String() string {
 func (*McpToolsChanged) ProtoMessage() {}
 
 func (x *McpToolsChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2158,7 +2236,7 @@ func (x *McpToolsChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolsChanged.ProtoReflect.Descriptor instead.
 func (*McpToolsChanged) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{14}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *McpToolsChanged) GetServers() []*McpServerStatus {
@@ -2192,7 +2270,7 @@ type SandboxInfo struct {
 
 func (x *SandboxInfo) Reset() {
 	*x = SandboxInfo{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2204,7 +2282,7 @@ func (x *SandboxInfo) String() string {
 func (*SandboxInfo) ProtoMessage() {}
 
 func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2217,7 +2295,7 @@ func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxInfo.ProtoReflect.Descriptor instead.
 func (*SandboxInfo) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{15}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SandboxInfo) GetBackend() string {
@@ -2267,7 +2345,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2279,7 +2357,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2292,7 +2370,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{16}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Limits) GetDefaultTimeout() *durationpb.Duration {
@@ -2348,7 +2426,7 @@ type Accepted struct {
 
 func (x *Accepted) Reset() {
 	*x = Accepted{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2360,7 +2438,7 @@ func (x *Accepted) String() string {
 func (*Accepted) ProtoMessage() {}
 
 func (x *Accepted) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2373,7 +2451,7 @@ func (x *Accepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Accepted.ProtoReflect.Descriptor instead.
 func (*Accepted) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{17}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Accepted) GetToolUseId() string {
@@ -2410,7 +2488,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2422,7 +2500,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2435,7 +2513,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{18}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Started) GetToolUseId() string {
@@ -2475,7 +2553,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2487,7 +2565,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2500,7 +2578,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{19}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Progress) GetToolUseId() string {
@@ -2567,7 +2645,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2579,7 +2657,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2592,7 +2670,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{20}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PermissionRequest) GetToolUseId() string {
@@ -2660,7 +2738,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2672,7 +2750,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2685,7 +2763,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{21}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Result) GetToolUseId() string {
@@ -2774,7 +2852,7 @@ type ContentBlock struct {
 
 func (x *ContentBlock) Reset() {
 	*x = ContentBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2786,7 +2864,7 @@ func (x *ContentBlock) String() string {
 func (*ContentBlock) ProtoMessage() {}
 
 func (x *ContentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2799,7 +2877,7 @@ func (x *ContentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentBlock.ProtoReflect.Descriptor instead.
 func (*ContentBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{22}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ContentBlock) GetBlock() isContentBlock_Block {
@@ -2856,7 +2934,7 @@ type TextBlock struct {
 
 func (x *TextBlock) Reset() {
 	*x = TextBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2868,7 +2946,7 @@ func (x *TextBlock) String() string {
 func (*TextBlock) ProtoMessage() {}
 
 func (x *TextBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2881,7 +2959,7 @@ func (x *TextBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextBlock.ProtoReflect.Descriptor instead.
 func (*TextBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{23}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TextBlock) GetText() string {
@@ -2904,7 +2982,7 @@ type ImageBlock struct {
 
 func (x *ImageBlock) Reset() {
 	*x = ImageBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2916,7 +2994,7 @@ func (x *ImageBlock) String() string {
 func (*ImageBlock) ProtoMessage() {}
 
 func (x *ImageBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2929,7 +3007,7 @@ func (x *ImageBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageBlock.ProtoReflect.Descriptor instead.
 func (*ImageBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{24}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ImageBlock) GetMediaType() string {
@@ -2965,7 +3043,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2977,7 +3055,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2990,7 +3068,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{25}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Timing) GetReceivedAt() *timestamppb.Timestamp {
@@ -3043,7 +3121,7 @@ type Truncation struct {
 
 func (x *Truncation) Reset() {
 	*x = Truncation{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3055,7 +3133,7 @@ func (x *Truncation) String() string {
 func (*Truncation) ProtoMessage() {}
 
 func (x *Truncation) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3068,7 +3146,7 @@ func (x *Truncation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Truncation.ProtoReflect.Descriptor instead.
 func (*Truncation) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Truncation) GetOriginalBytes() uint64 {
@@ -3105,7 +3183,7 @@ type AbortAck struct {
 
 func (x *AbortAck) Reset() {
 	*x = AbortAck{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3117,7 +3195,7 @@ func (x *AbortAck) String() string {
 func (*AbortAck) ProtoMessage() {}
 
 func (x *AbortAck) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3130,7 +3208,7 @@ func (x *AbortAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortAck.ProtoReflect.Descriptor instead.
 func (*AbortAck) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AbortAck) GetAbort() *Abort {
@@ -3169,7 +3247,7 @@ type TaskNotification struct {
 
 func (x *TaskNotification) Reset() {
 	*x = TaskNotification{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3181,7 +3259,7 @@ func (x *TaskNotification) String() string {
 func (*TaskNotification) ProtoMessage() {}
 
 func (x *TaskNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3194,7 +3272,7 @@ func (x *TaskNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskNotification.ProtoReflect.Descriptor instead.
 func (*TaskNotification) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TaskNotification) GetTaskId() string {
@@ -3251,7 +3329,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3263,7 +3341,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3276,7 +3354,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{29}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListToolsRequest) GetSessionId() string {
@@ -3298,7 +3376,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3310,7 +3388,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3323,7 +3401,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{30}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolDefinition {
@@ -3354,7 +3432,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3366,7 +3444,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3379,7 +3457,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{31}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -3435,7 +3513,7 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\btool_use\x18\x03 \x01(\v2\x1d.toolwire.executor.v1.ToolUseH\x00R\atoolUse\x123\n" +
 	"\x05abort\x18\x04 \x01(\v2\x1b.toolwire.executor.v1.AbortH\x00R\x05abort\x12[\n" +
 	"\x13permission_decision\x18\x05 \x01(\v2(.toolwire.executor.v1.PermissionDecisionH\x00R\x12permissionDecisionB\x05\n" +
-	"\x03msg\"\xba\x03\n" +
+	"\x03msg\"\xef\x03\n" +
 	"\x04Open\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1c\n" +
@@ -3447,10 +3525,13 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x0eclient_version\x18\x06 \x01(\tR\rclientVersion\x12K\n" +
 	"\vmcp_servers\x18\n" +
 	" \x03(\v2*.toolwire.executor.v1.Open.McpServersEntryR\n" +
-	"mcpServers\x1ad\n" +
+	"mcpServers\x123\n" +
+	"\x05tools\x18\a \x01(\v2\x1d.toolwire.executor.v1.ToolSetR\x05tools\x1ad\n" +
 	"\x0fMcpServersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
-	"\x05value\x18\x02 \x01(\v2%.toolwire.executor.v1.McpServerConfigR\x05value:\x028\x01\"\xe9\x02\n" +
+	"\x05value\x18\x02 \x01(\v2%.toolwire.executor.v1.McpServerConfigR\x05value:\x028\x01\"\x1f\n" +
+	"\aToolSet\x12\x14\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\"\xe9\x02\n" +
 	"\x0fMcpServerConfig\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x12\n" +
@@ -3522,7 +3603,7 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x11task_notification\x18\n" +
 	" \x01(\v2&.toolwire.executor.v1.TaskNotificationH\x00R\x10taskNotification\x12S\n" +
 	"\x11mcp_tools_changed\x18\x14 \x01(\v2%.toolwire.executor.v1.McpToolsChangedH\x00R\x0fmcpToolsChangedB\a\n" +
-	"\x05event\"\x9b\x04\n" +
+	"\x05event\"\xb1\x04\n" +
 	"\x05Hello\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
@@ -3536,7 +3617,9 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\tworkspace\x18\t \x01(\tR\tworkspace\x12F\n" +
 	"\vmcp_servers\x18\f \x03(\v2%.toolwire.executor.v1.McpServerStatusR\n" +
 	"mcpServers\x12A\n" +
-	"\tmcp_tools\x18\r \x03(\v2$.toolwire.executor.v1.ToolDefinitionR\bmcpTools\"\x8f\x02\n" +
+	"\tmcp_tools\x18\r \x03(\v2$.toolwire.executor.v1.ToolDefinitionR\bmcpTools\x12\x14\n" +
+	"\x05tools\x18\n" +
+	" \x03(\tR\x05tools\"\x8f\x02\n" +
 	"\x0fMcpServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x1a\n" +
@@ -3742,7 +3825,7 @@ func file_toolwire_executor_v1_executor_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_executor_v1_executor_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(ResultOrder)(0),              // 0: toolwire.executor.v1.ResultOrder
 	(SiblingAbort)(0),             // 1: toolwire.executor.v1.SiblingAbort
@@ -3756,112 +3839,114 @@ var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(Concurrency)(0),              // 9: toolwire.executor.v1.Concurrency
 	(*ExecuteRequest)(nil),        // 10: toolwire.executor.v1.ExecuteRequest
 	(*Open)(nil),                  // 11: toolwire.executor.v1.Open
-	(*McpServerConfig)(nil),       // 12: toolwire.executor.v1.McpServerConfig
-	(*SessionOptions)(nil),        // 13: toolwire.executor.v1.SessionOptions
-	(*Settings)(nil),              // 14: toolwire.executor.v1.Settings
-	(*Hook)(nil),                  // 15: toolwire.executor.v1.Hook
-	(*HookCommand)(nil),           // 16: toolwire.executor.v1.HookCommand
-	(*Resume)(nil),                // 17: toolwire.executor.v1.Resume
-	(*ToolUse)(nil),               // 18: toolwire.executor.v1.ToolUse
-	(*Abort)(nil),                 // 19: toolwire.executor.v1.Abort
-	(*PermissionDecision)(nil),    // 20: toolwire.executor.v1.PermissionDecision
-	(*ExecuteResponse)(nil),       // 21: toolwire.executor.v1.ExecuteResponse
-	(*Hello)(nil),                 // 22: toolwire.executor.v1.Hello
-	(*McpServerStatus)(nil),       // 23: toolwire.executor.v1.McpServerStatus
-	(*McpToolsChanged)(nil),       // 24: toolwire.executor.v1.McpToolsChanged
-	(*SandboxInfo)(nil),           // 25: toolwire.executor.v1.SandboxInfo
-	(*Limits)(nil),                // 26: toolwire.executor.v1.Limits
-	(*Accepted)(nil),              // 27: toolwire.executor.v1.Accepted
-	(*Started)(nil),               // 28: toolwire.executor.v1.Started
-	(*Progress)(nil),              // 29: toolwire.executor.v1.Progress
-	(*PermissionRequest)(nil),     // 30: toolwire.executor.v1.PermissionRequest
-	(*Result)(nil),                // 31: toolwire.executor.v1.Result
-	(*ContentBlock)(nil),          // 32: toolwire.executor.v1.ContentBlock
-	(*TextBlock)(nil),             // 33: toolwire.executor.v1.TextBlock
-	(*ImageBlock)(nil),            // 34: toolwire.executor.v1.ImageBlock
-	(*Timing)(nil),                // 35: toolwire.executor.v1.Timing
-	(*Truncation)(nil),            // 36: toolwire.executor.v1.Truncation
-	(*AbortAck)(nil),              // 37: toolwire.executor.v1.AbortAck
-	(*TaskNotification)(nil),      // 38: toolwire.executor.v1.TaskNotification
-	(*ListToolsRequest)(nil),      // 39: toolwire.executor.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 40: toolwire.executor.v1.ListToolsResponse
-	(*ToolDefinition)(nil),        // 41: toolwire.executor.v1.ToolDefinition
-	nil,                           // 42: toolwire.executor.v1.Open.McpServersEntry
-	nil,                           // 43: toolwire.executor.v1.McpServerConfig.EnvEntry
-	nil,                           // 44: toolwire.executor.v1.McpServerConfig.HeadersEntry
-	(*durationpb.Duration)(nil),   // 45: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 46: google.protobuf.Timestamp
+	(*ToolSet)(nil),               // 12: toolwire.executor.v1.ToolSet
+	(*McpServerConfig)(nil),       // 13: toolwire.executor.v1.McpServerConfig
+	(*SessionOptions)(nil),        // 14: toolwire.executor.v1.SessionOptions
+	(*Settings)(nil),              // 15: toolwire.executor.v1.Settings
+	(*Hook)(nil),                  // 16: toolwire.executor.v1.Hook
+	(*HookCommand)(nil),           // 17: toolwire.executor.v1.HookCommand
+	(*Resume)(nil),                // 18: toolwire.executor.v1.Resume
+	(*ToolUse)(nil),               // 19: toolwire.executor.v1.ToolUse
+	(*Abort)(nil),                 // 20: toolwire.executor.v1.Abort
+	(*PermissionDecision)(nil),    // 21: toolwire.executor.v1.PermissionDecision
+	(*ExecuteResponse)(nil),       // 22: toolwire.executor.v1.ExecuteResponse
+	(*Hello)(nil),                 // 23: toolwire.executor.v1.Hello
+	(*McpServerStatus)(nil),       // 24: toolwire.executor.v1.McpServerStatus
+	(*McpToolsChanged)(nil),       // 25: toolwire.executor.v1.McpToolsChanged
+	(*SandboxInfo)(nil),           // 26: toolwire.executor.v1.SandboxInfo
+	(*Limits)(nil),                // 27: toolwire.executor.v1.Limits
+	(*Accepted)(nil),              // 28: toolwire.executor.v1.Accepted
+	(*Started)(nil),               // 29: toolwire.executor.v1.Started
+	(*Progress)(nil),              // 30: toolwire.executor.v1.Progress
+	(*PermissionRequest)(nil),     // 31: toolwire.executor.v1.PermissionRequest
+	(*Result)(nil),                // 32: toolwire.executor.v1.Result
+	(*ContentBlock)(nil),          // 33: toolwire.executor.v1.ContentBlock
+	(*TextBlock)(nil),             // 34: toolwire.executor.v1.TextBlock
+	(*ImageBlock)(nil),            // 35: toolwire.executor.v1.ImageBlock
+	(*Timing)(nil),                // 36: toolwire.executor.v1.Timing
+	(*Truncation)(nil),            // 37: toolwire.executor.v1.Truncation
+	(*AbortAck)(nil),              // 38: toolwire.executor.v1.AbortAck
+	(*TaskNotification)(nil),      // 39: toolwire.executor.v1.TaskNotification
+	(*ListToolsRequest)(nil),      // 40: toolwire.executor.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 41: toolwire.executor.v1.ListToolsResponse
+	(*ToolDefinition)(nil),        // 42: toolwire.executor.v1.ToolDefinition
+	nil,                           // 43: toolwire.executor.v1.Open.McpServersEntry
+	nil,                           // 44: toolwire.executor.v1.McpServerConfig.EnvEntry
+	nil,                           // 45: toolwire.executor.v1.McpServerConfig.HeadersEntry
+	(*durationpb.Duration)(nil),   // 46: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 47: google.protobuf.Timestamp
 }
 var file_toolwire_executor_v1_executor_proto_depIdxs = []int32{
 	11, // 0: toolwire.executor.v1.ExecuteRequest.open:type_name -> toolwire.executor.v1.Open
-	17, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
-	18, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
-	19, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
-	20, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
-	13, // 5: toolwire.executor.v1.Open.options:type_name -> toolwire.executor.v1.SessionOptions
-	14, // 6: toolwire.executor.v1.Open.settings:type_name -> toolwire.executor.v1.Settings
-	42, // 7: toolwire.executor.v1.Open.mcp_servers:type_name -> toolwire.executor.v1.Open.McpServersEntry
-	43, // 8: toolwire.executor.v1.McpServerConfig.env:type_name -> toolwire.executor.v1.McpServerConfig.EnvEntry
-	44, // 9: toolwire.executor.v1.McpServerConfig.headers:type_name -> toolwire.executor.v1.McpServerConfig.HeadersEntry
-	0,  // 10: toolwire.executor.v1.SessionOptions.result_order:type_name -> toolwire.executor.v1.ResultOrder
-	1,  // 11: toolwire.executor.v1.SessionOptions.sibling_abort:type_name -> toolwire.executor.v1.SiblingAbort
-	45, // 12: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
-	45, // 13: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
-	2,  // 14: toolwire.executor.v1.Settings.mode:type_name -> toolwire.executor.v1.PermissionMode
-	15, // 15: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
-	3,  // 16: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
-	16, // 17: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
-	45, // 18: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
-	45, // 19: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
-	4,  // 20: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
-	5,  // 21: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
-	46, // 22: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
-	22, // 23: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
-	27, // 24: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
-	28, // 25: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
-	29, // 26: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
-	30, // 27: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
-	31, // 28: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
-	37, // 29: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
-	38, // 30: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
-	24, // 31: toolwire.executor.v1.ExecuteResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
-	25, // 32: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
-	26, // 33: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
-	45, // 34: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
-	23, // 35: toolwire.executor.v1.Hello.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
-	41, // 36: toolwire.executor.v1.Hello.mcp_tools:type_name -> toolwire.executor.v1.ToolDefinition
-	6,  // 37: toolwire.executor.v1.McpServerStatus.state:type_name -> toolwire.executor.v1.McpServerState
-	23, // 38: toolwire.executor.v1.McpToolsChanged.servers:type_name -> toolwire.executor.v1.McpServerStatus
-	41, // 39: toolwire.executor.v1.McpToolsChanged.tools:type_name -> toolwire.executor.v1.ToolDefinition
-	7,  // 40: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
-	45, // 41: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
-	45, // 42: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
-	45, // 43: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
-	45, // 44: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
-	32, // 45: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
-	8,  // 46: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
-	35, // 47: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
-	36, // 48: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
-	33, // 49: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
-	34, // 50: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
-	46, // 51: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
-	46, // 52: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
-	46, // 53: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
-	45, // 54: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
-	45, // 55: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
-	19, // 56: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
-	41, // 57: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
-	9,  // 58: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
-	12, // 59: toolwire.executor.v1.Open.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
-	10, // 60: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
-	39, // 61: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
-	21, // 62: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
-	40, // 63: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
-	62, // [62:64] is the sub-list for method output_type
-	60, // [60:62] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	18, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
+	19, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
+	20, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
+	21, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
+	14, // 5: toolwire.executor.v1.Open.options:type_name -> toolwire.executor.v1.SessionOptions
+	15, // 6: toolwire.executor.v1.Open.settings:type_name -> toolwire.executor.v1.Settings
+	43, // 7: toolwire.executor.v1.Open.mcp_servers:type_name -> toolwire.executor.v1.Open.McpServersEntry
+	12, // 8: toolwire.executor.v1.Open.tools:type_name -> toolwire.executor.v1.ToolSet
+	44, // 9: toolwire.executor.v1.McpServerConfig.env:type_name -> toolwire.executor.v1.McpServerConfig.EnvEntry
+	45, // 10: toolwire.executor.v1.McpServerConfig.headers:type_name -> toolwire.executor.v1.McpServerConfig.HeadersEntry
+	0,  // 11: toolwire.executor.v1.SessionOptions.result_order:type_name -> toolwire.executor.v1.ResultOrder
+	1,  // 12: toolwire.executor.v1.SessionOptions.sibling_abort:type_name -> toolwire.executor.v1.SiblingAbort
+	46, // 13: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
+	46, // 14: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
+	2,  // 15: toolwire.executor.v1.Settings.mode:type_name -> toolwire.executor.v1.PermissionMode
+	16, // 16: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
+	3,  // 17: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
+	17, // 18: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
+	46, // 19: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
+	46, // 20: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
+	4,  // 21: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
+	5,  // 22: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
+	47, // 23: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
+	23, // 24: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
+	28, // 25: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
+	29, // 26: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
+	30, // 27: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
+	31, // 28: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
+	32, // 29: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
+	38, // 30: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
+	39, // 31: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
+	25, // 32: toolwire.executor.v1.ExecuteResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
+	26, // 33: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
+	27, // 34: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
+	46, // 35: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
+	24, // 36: toolwire.executor.v1.Hello.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
+	42, // 37: toolwire.executor.v1.Hello.mcp_tools:type_name -> toolwire.executor.v1.ToolDefinition
+	6,  // 38: toolwire.executor.v1.McpServerStatus.state:type_name -> toolwire.executor.v1.McpServerState
+	24, // 39: toolwire.executor.v1.McpToolsChanged.servers:type_name -> toolwire.executor.v1.McpServerStatus
+	42, // 40: toolwire.executor.v1.McpToolsChanged.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	7,  // 41: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
+	46, // 42: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
+	46, // 43: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
+	46, // 44: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
+	46, // 45: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
+	33, // 46: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
+	8,  // 47: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
+	36, // 48: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
+	37, // 49: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
+	34, // 50: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
+	35, // 51: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
+	47, // 52: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
+	47, // 53: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
+	47, // 54: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
+	46, // 55: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
+	46, // 56: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
+	20, // 57: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
+	42, // 58: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	9,  // 59: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
+	13, // 60: toolwire.executor.v1.Open.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
+	10, // 61: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
+	40, // 62: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
+	22, // 63: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
+	41, // 64: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
+	63, // [63:65] is the sub-list for method output_type
+	61, // [61:63] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_executor_v1_executor_proto_init() }
@@ -3876,12 +3961,12 @@ func file_toolwire_executor_v1_executor_proto_init() {
 		(*ExecuteRequest_Abort)(nil),
 		(*ExecuteRequest_PermissionDecision)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[9].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[10].OneofWrappers = []any{
 		(*Abort_ToolUseId)(nil),
 		(*Abort_AssistantMessageId)(nil),
 		(*Abort_All)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[11].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[12].OneofWrappers = []any{
 		(*ExecuteResponse_Hello)(nil),
 		(*ExecuteResponse_Accepted)(nil),
 		(*ExecuteResponse_Started)(nil),
@@ -3892,19 +3977,19 @@ func file_toolwire_executor_v1_executor_proto_init() {
 		(*ExecuteResponse_TaskNotification)(nil),
 		(*ExecuteResponse_McpToolsChanged)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[21].OneofWrappers = []any{}
-	file_toolwire_executor_v1_executor_proto_msgTypes[22].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[22].OneofWrappers = []any{}
+	file_toolwire_executor_v1_executor_proto_msgTypes[23].OneofWrappers = []any{
 		(*ContentBlock_Text)(nil),
 		(*ContentBlock_Image)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[28].OneofWrappers = []any{}
+	file_toolwire_executor_v1_executor_proto_msgTypes[29].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_executor_v1_executor_proto_rawDesc), len(file_toolwire_executor_v1_executor_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   35,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -144,7 +144,7 @@ class ExecuteResponse(_message.Message):
     def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., hello: _Optional[_Union[Hello, _Mapping]] = ..., accepted: _Optional[_Union[Accepted, _Mapping]] = ..., started: _Optional[_Union[Started, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., permission_request: _Optional[_Union[PermissionRequest, _Mapping]] = ..., result: _Optional[_Union[Result, _Mapping]] = ..., abort_ack: _Optional[_Union[AbortAck, _Mapping]] = ..., task_notification: _Optional[_Union[TaskNotification, _Mapping]] = ..., mcp_tools_changed: _Optional[_Union[McpToolsChanged, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ["executor_version", "last_sequence", "limits", "max_concurrency", "mcp_servers", "mcp_tools", "resume_retention", "resumed", "sandbox", "session_id", "workspace"]
+    __slots__ = ["executor_version", "last_sequence", "limits", "max_concurrency", "mcp_servers", "mcp_tools", "resume_retention", "resumed", "sandbox", "session_id", "tools", "workspace"]
     EXECUTOR_VERSION_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     LIMITS_FIELD_NUMBER: _ClassVar[int]
@@ -155,6 +155,7 @@ class Hello(_message.Message):
     RESUME_RETENTION_FIELD_NUMBER: _ClassVar[int]
     SANDBOX_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
     executor_version: str
     last_sequence: int
@@ -166,8 +167,9 @@ class Hello(_message.Message):
     resumed: bool
     sandbox: SandboxInfo
     session_id: str
+    tools: _containers.RepeatedScalarFieldContainer[str]
     workspace: str
-    def __init__(self, session_id: _Optional[str] = ..., executor_version: _Optional[str] = ..., sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_concurrency: _Optional[int] = ..., resume_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., resumed: bool = ..., last_sequence: _Optional[int] = ..., workspace: _Optional[str] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerStatus, _Mapping]]] = ..., mcp_tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., executor_version: _Optional[str] = ..., sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_concurrency: _Optional[int] = ..., resume_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., resumed: bool = ..., last_sequence: _Optional[int] = ..., workspace: _Optional[str] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerStatus, _Mapping]]] = ..., mcp_tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ..., tools: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Hook(_message.Message):
     __slots__ = ["commands", "event", "matcher"]
@@ -280,7 +282,7 @@ class McpToolsChanged(_message.Message):
     def __init__(self, servers: _Optional[_Iterable[_Union[McpServerStatus, _Mapping]]] = ..., tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
 
 class Open(_message.Message):
-    __slots__ = ["client_name", "client_version", "mcp_servers", "options", "session_id", "settings", "workspace"]
+    __slots__ = ["client_name", "client_version", "mcp_servers", "options", "session_id", "settings", "tools", "workspace"]
     class McpServersEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -294,6 +296,7 @@ class Open(_message.Message):
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
     client_name: str
     client_version: str
@@ -301,8 +304,9 @@ class Open(_message.Message):
     options: SessionOptions
     session_id: str
     settings: Settings
+    tools: ToolSet
     workspace: str
-    def __init__(self, session_id: _Optional[str] = ..., workspace: _Optional[str] = ..., options: _Optional[_Union[SessionOptions, _Mapping]] = ..., settings: _Optional[_Union[Settings, _Mapping]] = ..., client_name: _Optional[str] = ..., client_version: _Optional[str] = ..., mcp_servers: _Optional[_Mapping[str, McpServerConfig]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., workspace: _Optional[str] = ..., options: _Optional[_Union[SessionOptions, _Mapping]] = ..., settings: _Optional[_Union[Settings, _Mapping]] = ..., client_name: _Optional[str] = ..., client_version: _Optional[str] = ..., mcp_servers: _Optional[_Mapping[str, McpServerConfig]] = ..., tools: _Optional[_Union[ToolSet, _Mapping]] = ...) -> None: ...
 
 class PermissionDecision(_message.Message):
     __slots__ = ["behavior", "message", "tool_use_id"]
@@ -475,6 +479,12 @@ class ToolDefinition(_message.Message):
     name: str
     read_only: bool
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ..., read_only: bool = ..., concurrency: _Optional[_Union[Concurrency, str]] = ..., aliases: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ToolSet(_message.Message):
+    __slots__ = ["names"]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ToolUse(_message.Message):
     __slots__ = ["assistant_message_id", "id", "input_json", "name", "timeout", "traceparent", "tracestate"]
