@@ -351,11 +351,17 @@ func (s *Session) finish(c *call, started time.Time, res *tool.Result) {
 	c.result = cr
 	close(c.done)
 	s.mu.Unlock()
+	// The failed call's Result goes out before its siblings are stopped, so
+	// that in completion order the cause comes before its effects.
 	if c.tool != nil && cr.ToolName == "Bash" && !s.opts.NoSiblingAbort &&
 		(res.Outcome == tool.OutcomeToolError || res.Outcome == tool.OutcomeTimeout) {
-		s.abortSiblings(c)
+		defer s.abortSiblings(c)
 	}
-	ev := &Event{Time: cr.FinishedAt, Result: cr}
+	s.emit(c, &Event{Time: cr.FinishedAt, Result: cr})
+}
+
+// emit sends a call's Result in the session's result order.
+func (s *Session) emit(c *call, ev *Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.opts.ResultOrder == OrderCompletion {
