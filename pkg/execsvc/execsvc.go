@@ -202,6 +202,7 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool) executor.EnvFa
 		env := &tool.Env{
 			SessionID: sessionID,
 			Files:     ws,
+			AddDirs:   cfg.AddDirs,
 			Procs:     runner,
 			TempDir:   tmp,
 			OutputDir: outputs,
