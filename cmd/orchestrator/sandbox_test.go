@@ -280,3 +280,33 @@ func TestHeadlessBuildsGoAndPython(t *testing.T) {
 	r = runAs(t, fake, home, env, "-p", "test again", "--root", ws, "--sessions-dir", t.TempDir(), "--permission-mode", "bypassPermissions")
 	checkResults(t, fake, r, map[string]wantResult{"go": {"ok  \texample.com/hello\t(cached)", false}})
 }
+
+// TestHeadlessSandboxSettings: the settings file's sandbox.filesystem lists
+// reach the in-process executor: allowWrite opens a directory to Bash,
+// denyRead keeps Bash and Read out, allowRead takes a default entry out of
+// the deny list.
+func TestHeadlessSandboxSettings(t *testing.T) {
+	home := devHome(t)
+	writeFile(t, filepath.Join(home, ".cache/my-tool/.keep"), "", 0o644)
+	writeFile(t, filepath.Join(home, "private/secret.txt"), "secret\n", 0o644)
+	writeFile(t, filepath.Join(home, ".npmrc"), "registry=http://127.0.0.1:1/\n", 0o644)
+	settingsFile := filepath.Join(t.TempDir(), "settings.json")
+	writeFile(t, settingsFile, `{"sandbox": {"filesystem": {
+		"allowWrite": ["~/.cache/my-tool"],
+		"denyRead": ["~/private/**"],
+		"allowRead": ["~/.npmrc"]
+	}}}`, 0o644)
+	fake := fakeapi.New(t, turns(
+		fakeapi.ToolUse("allow-write", "Bash", map[string]any{"command": "echo x > ~/.cache/my-tool/out && echo wrote"}),
+		fakeapi.ToolUse("deny-read-bash", "Bash", map[string]any{"command": "cat ~/private/secret.txt"}),
+		fakeapi.ToolUse("deny-read-tool", "Read", map[string]any{"file_path": "~/private/secret.txt"}),
+		fakeapi.ToolUse("allow-read", "Bash", map[string]any{"command": "cat ~/.npmrc"}),
+	)...)
+	r := runAs(t, fake, home, nil, "-p", "settings", "--settings", settingsFile, "--root", t.TempDir(), "--sessions-dir", t.TempDir(), "--permission-mode", "bypassPermissions")
+	checkResults(t, fake, r, map[string]wantResult{
+		"allow-write":    {"wrote", false},
+		"deny-read-bash": {"Permission denied", true},
+		"deny-read-tool": {"protected-file pattern", true},
+		"allow-read":     {"registry=", false},
+	})
+}
