@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,5 +188,25 @@ func TestExtraPathsOnAnyDistribution(t *testing.T) {
 	cfg.ReadOnlyPaths = []string{filepath.Join(extra, "missing")}
 	if err := sandbox.Check(cfg); err == nil || !strings.Contains(err.Error(), filepath.Join(extra, "missing")) {
 		t.Fatalf("a missing extra path: %v", err)
+	}
+}
+
+// TestRootKeepsOnlyFileCapabilities: processes that stay root (the
+// orchestrator's in-process executor run by root) keep the capabilities to
+// work on files of other owners, and lose the rest: they cannot read the
+// environment of another root process (where the model API key lives),
+// reconfigure the network or load modules.
+func TestRootKeepsOnlyFileCapabilities(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	r := devRunner(t, fakeHome(t))
+	// The workspace belongs to nobody, mode 0755: writing into it as root
+	// takes CAP_DAC_OVERRIDE.
+	script := fmt.Sprintf("grep CapEff /proc/self/status; cat /proc/%d/environ >/dev/null; echo x > by-root && echo wrote", os.Getpid())
+	out, code := run(t, r, script)
+	want := fmt.Sprintf("CapEff:\t000000000000041f\ncat: /proc/%d/environ: Permission denied\nwrote\n", os.Getpid())
+	if code != 0 || out != want {
+		t.Fatalf("output %q (exit %d)\nwant %q", out, code, want)
 	}
 }

@@ -168,6 +168,8 @@ func NewRunner(cfg Config, workspace, tempDir string) (_ *Runner, err error) {
 	if id.switched && len(r.rlimits) > 0 {
 		setup.realID = &r.id
 	}
+	// Processes that stay root keep only the capabilities for files.
+	setup.dropCaps = os.Geteuid() == 0 && id.uid == 0
 	if r.sp, err = startSpawner(setup); err != nil {
 		return nil, err
 	}
