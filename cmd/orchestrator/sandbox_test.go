@@ -135,6 +135,7 @@ func TestHeadlessDevelopmentSandbox(t *testing.T) {
 		fakeapi.ToolUse("write-home", "Bash", map[string]any{"command": "touch ~/new-file"}),
 		fakeapi.ToolUse("write-etc", "Bash", map[string]any{"command": "touch /etc/toolwire-probe"}),
 		fakeapi.ToolUse("write-workspace", "Bash", map[string]any{"command": "echo made > made.txt && cat made.txt"}),
+		fakeapi.ToolUse("api-key", "Bash", map[string]any{"command": `echo "${ANTHROPIC_API_KEY:-not in the environment}"; cat /proc/$PPID/environ`}),
 	)...)
 	r := runAs(t, fake, home, nil, "-p", "try the sandbox", "--root", ws, "--sessions-dir", t.TempDir(), "--permission-mode", "bypassPermissions")
 	checkResults(t, fake, r, map[string]wantResult{
@@ -145,7 +146,11 @@ func TestHeadlessDevelopmentSandbox(t *testing.T) {
 		"write-home":       {"Permission denied", true},
 		"write-etc":        {"Permission denied", true},
 		"write-workspace":  {"made", false},
+		"api-key":          {"not in the environment\ncat: /proc/", true},
 	})
+	if s := resultText(toolResults(fake)["api-key"]); !strings.HasSuffix(s, "/environ: Permission denied") || strings.Contains(s, "test-key") {
+		t.Errorf("the orchestrator's environment: %q", s)
+	}
 	for _, p := range []string{filepath.Join(home, "new-file"), "/etc/toolwire-probe"} {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s was written", p)
