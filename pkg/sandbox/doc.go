@@ -47,6 +47,8 @@
 // readable but DenyPaths, the user's HOME is HOME, and the environment is
 // the service's minus an EnvDenylist. Landlock only grants, so a denied
 // path is carved out: a directory holding one is granted entry by entry.
+// Processes that stay root (a root user's own executor) keep only the
+// capabilities for files: their thread's bounding set loses the rest.
 //
 // What the kernel cannot provide is either refused up front by Check (fail
 // closed: the configured policy is not silently weakened) or, for
