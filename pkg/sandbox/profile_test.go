@@ -210,3 +210,27 @@ func TestRootKeepsOnlyFileCapabilities(t *testing.T) {
 		t.Fatalf("output %q (exit %d)\nwant %q", out, code, want)
 	}
 }
+
+// TestWorkspaceHoldingDeniedPath: a workspace that holds a denied path
+// (orchestrator -p run in the home directory) stays writable below its
+// top level, the denied path stays out, and no entry can be made right
+// in it (the documented cost of carving).
+func TestWorkspaceHoldingDeniedPath(t *testing.T) {
+	home := fakeHome(t)
+	cfg := sandbox.Config{ReadAll: true, DenyPaths: []string{filepath.Join(home, ".ssh")}, RunAsUser: "0:0", Network: sandbox.NetworkHost}
+	r, err := sandbox.NewRunner(cfg, home, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for script, want := range map[string]string{
+		"echo x > .config/tool/new && cat .config/tool/new":  "x\n",
+		"echo y >> notes.txt && tail -n 1 notes.txt":         "y\n",
+		"cat .ssh/id_x 2>&1 | grep -c 'Permission denied'":   "1\n",
+		"touch top-level 2>&1 | grep -c 'Permission denied'": "1\n",
+	} {
+		if out, _ := run(t, r, script); out != want {
+			t.Errorf("%s: %q, want %q", script, out, want)
+		}
+	}
+}
