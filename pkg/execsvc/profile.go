@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,9 +26,10 @@ const (
 	// environment (minus the variables of DefaultEnvDenylist) and may read
 	// and execute everything the user can but the deny list; they write the
 	// workspace, the AddDirs, the session's temp dir and the usual tool
-	// caches (created when missing). The file tools may read the whole file
-	// system but the deny list (permission rules still decide). The network
-	// is the host's unless Sandbox.Network says "none".
+	// caches (a missing one is created when its tool is installed). The
+	// file tools may read the whole file system but the deny list
+	// (permission rules still decide). The network is the host's unless
+	// Sandbox.Network says "none".
 	ProfileDevelopment = "development"
 )
 
@@ -165,10 +167,16 @@ func existing(paths []string, log *slog.Logger) []string {
 }
 
 // cacheDirs returns the tool caches of home, creating those that are
-// missing so that processes may be given them.
+// missing, of the tools that are installed, so that processes may be given
+// them (a user without cargo gets no ~/.cargo).
 func cacheDirs(home string, log *slog.Logger) []string {
 	var out []string
 	for _, d := range toolcache.Dirs(home, os.Getenv) {
+		if _, err := os.Stat(d.Path); err != nil {
+			if _, err := exec.LookPath(d.Command); err != nil {
+				continue
+			}
+		}
 		if err := os.MkdirAll(d.Path, 0o777); err != nil {
 			if log != nil {
 				log.Info("tool cache not writable by the sandbox", "tool", d.Tool, "path", d.Path, "error", err)

@@ -3,7 +3,9 @@ package execsvc
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -73,11 +75,16 @@ func TestDevelopmentProfile(t *testing.T) {
 		{"cat ~/.npmrc", "Permission denied"},
 		{"touch ~/new", "Permission denied"},
 		{"echo a > " + added + "/from-bash && cat " + added + "/from-bash", "a\n"},
-		{"echo g > ~/.cache/go-build/probe && echo wrote go build cache", "wrote go build cache"},
-		{"echo m > ~/go/pkg/mod/probe && echo wrote go module cache", "wrote go module cache"},
-		{"echo p > ~/.cache/pip/probe && echo n > ~/.npm/probe && echo c > ~/.cargo/registry/probe && echo wrote the others", "wrote the others"},
 		{"echo e > ~/.cache/extra/probe && echo wrote allowWrite", "wrote allowWrite"},
 		{"echo x > ~/.cache/other 2>&1; echo $?", "Permission denied"},
+	}
+	// The caches of the tools installed here.
+	for _, c := range []struct{ command, dir string }{
+		{"go", ".cache/go-build"}, {"go", "go/pkg/mod"}, {"python3", ".cache/pip"}, {"npm", ".npm"}, {"cargo", ".cargo/registry"}, {"cargo", ".cargo/git"},
+	} {
+		if _, err := exec.LookPath(c.command); err == nil {
+			cases = append(cases, struct{ script, want string }{"echo x > ~/" + c.dir + "/probe && echo wrote " + c.dir, "wrote " + c.dir})
+		}
 	}
 	for _, c := range cases {
 		if out := bash(t, env, c.script); !strings.Contains(out, c.want) || strings.HasPrefix(c.want, "wrote") && out != c.want+"\n" {
@@ -153,6 +160,30 @@ func TestUnknownProfileAndBadAddDir(t *testing.T) {
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestCachesOfInstalledToolsOnly: a missing cache directory is made only
+// for a tool that is installed; one that exists is granted either way.
+func TestCachesOfInstalledToolsOnly(t *testing.T) {
+	home := devHome(t)
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".npm"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	got := cacheDirs(home, nil)
+	want := []string{filepath.Join(home, ".cache/go-build"), filepath.Join(home, "go/pkg/mod"), filepath.Join(home, "go/pkg/sumdb"), filepath.Join(home, ".npm")}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("cacheDirs = %q\nwant %q", got, want)
+	}
+	for _, d := range []string{".cache/pip", ".cargo"} {
+		if _, err := os.Stat(filepath.Join(home, d)); err == nil {
+			t.Errorf("~/%s was made for a tool that is not installed", d)
 		}
 	}
 }

@@ -14,8 +14,10 @@ import (
 
 // Dir is one cache directory.
 type Dir struct {
-	// Tool names what uses it, such as "go build cache".
+	// Tool names what it is, such as "go build cache".
 	Tool string
+	// Command is the program that uses it, such as "go".
+	Command string
 	// Path is the directory, absolute.
 	Path string
 }
@@ -29,23 +31,23 @@ func Dirs(home string, getenv func(string) string) []Dir {
 	goenv := goEnv(getenv, configHome)
 
 	var out []Dir
-	add := func(tool, path string) {
+	add := func(tool, command, path string) {
 		if filepath.IsAbs(path) {
-			out = append(out, Dir{Tool: tool, Path: filepath.Clean(path)})
+			out = append(out, Dir{Tool: tool, Command: command, Path: filepath.Clean(path)})
 		}
 	}
 	if c := goenv("GOCACHE"); c != "off" {
-		add("go build cache", orDefault(c, filepath.Join(cacheHome, "go-build")))
+		add("go build cache", "go", orDefault(c, filepath.Join(cacheHome, "go-build")))
 	}
 	gopath := orDefault(goenv("GOPATH"), filepath.Join(home, "go"))
 	gopath, _, _ = strings.Cut(gopath, string(filepath.ListSeparator))
-	add("go module cache", orDefault(goenv("GOMODCACHE"), filepath.Join(gopath, "pkg", "mod")))
-	add("go checksum database", filepath.Join(gopath, "pkg", "sumdb"))
-	add("pip cache", orDefault(getenv("PIP_CACHE_DIR"), filepath.Join(cacheHome, "pip")))
-	add("npm cache", orDefault(getenv("npm_config_cache"), orDefault(getenv("NPM_CONFIG_CACHE"), filepath.Join(home, ".npm"))))
+	add("go module cache", "go", orDefault(goenv("GOMODCACHE"), filepath.Join(gopath, "pkg", "mod")))
+	add("go checksum database", "go", filepath.Join(gopath, "pkg", "sumdb"))
+	add("pip cache", "python3", orDefault(getenv("PIP_CACHE_DIR"), filepath.Join(cacheHome, "pip")))
+	add("npm cache", "npm", orDefault(getenv("npm_config_cache"), orDefault(getenv("NPM_CONFIG_CACHE"), filepath.Join(home, ".npm"))))
 	cargo := orDefault(getenv("CARGO_HOME"), filepath.Join(home, ".cargo"))
-	add("cargo registry", filepath.Join(cargo, "registry"))
-	add("cargo git checkouts", filepath.Join(cargo, "git"))
+	add("cargo registry", "cargo", filepath.Join(cargo, "registry"))
+	add("cargo git checkouts", "cargo", filepath.Join(cargo, "git"))
 	return out
 }
 
