@@ -79,8 +79,8 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		sysWritePaths dirsFlag
 		deny          listFlag
 	)
-	fs.Var(&readOnly, "ro", "extra directory the file tools (Read, Glob, Grep) of every session may read; for processes use --sandbox-read, for both --add-dir (repeatable)")
-	fs.Var(&readWrite, "rw", "extra directory the file tools of every session may read and write; for processes use --sandbox-write, for both --add-dir (repeatable)")
+	fs.Var(&readOnly, "ro", "extra directory the file tools (Read, Glob, Grep) of every session may read; processes get the same with --sandbox-read (repeatable)")
+	fs.Var(&readWrite, "rw", "extra directory the file tools of every session may read and write; processes get the same with --sandbox-write, both with --add-dir (repeatable)")
 	fs.Var(&sysReadPaths, "sandbox-read", "extra directory tool processes (Bash, hooks) may read and execute, besides the system directories, the workspace and the temp dir (repeatable)")
 	fs.Var(&sysWritePaths, "sandbox-write", "extra directory tool processes may read, write and execute (repeatable)")
 	fs.Var(&addDirs, "add-dir", "extra directory every session may read and write, with the file tools and from processes alike: --rw and --sandbox-write in one (repeatable)")
