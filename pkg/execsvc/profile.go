@@ -1,7 +1,9 @@
 package execsvc
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -135,7 +137,7 @@ func homeDirs(home string) []string {
 		if d == "" || slices.Contains(out, d) {
 			return
 		}
-		if _, err := os.ReadDir(d); err == nil {
+		if listable(d) {
 			out = append(out, d)
 		}
 	}
@@ -148,6 +150,17 @@ func homeDirs(home string) []string {
 		}
 	}
 	return out
+}
+
+// listable reports whether this process may list dir, reading one name.
+func listable(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	_, err = f.Readdirnames(1)
+	return err == nil || errors.Is(err, io.EOF)
 }
 
 // existing returns the paths that exist; settings name paths of many
