@@ -1,18 +1,22 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/embedded"
+	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/settings"
 )
 
 // listFlag is a repeatable flag whose values may also be separated by commas
@@ -53,6 +57,30 @@ func splitRules(s string) []string {
 	return out
 }
 
+// dirsFlag is a repeatable flag of existing directories, kept absolute. A
+// directory that does not exist is a usage error naming the flag.
+type dirsFlag []string
+
+func (d *dirsFlag) String() string { return strings.Join(*d, ",") }
+
+func (d *dirsFlag) Set(v string) error {
+	abs, err := filepath.Abs(v)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("no directory %s", abs)
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", abs)
+	}
+	*d = append(*d, abs)
+	return nil
+}
+
 // common holds the flags shared by serve and headless mode.
 type common struct {
 	model          string
@@ -67,8 +95,18 @@ type common struct {
 	sandbox        string
 	network        string
 	runAs          string
+	addDirs        dirsFlag
+	sandboxRead    dirsFlag
+	sandboxWrite   dirsFlag
 	logFormat      string
 	logLevel       string
+
+	// profile is the in-process executor's: execsvc.ProfileDevelopment
+	// for -p (set before register), the service profile for serve.
+	profile string
+	// sandboxSettings are the sandbox lists of the settings, for the
+	// in-process executor (set by loadSettings).
+	sandboxSettings settings.Sandbox
 
 	executorSecurity *rpcauth.ClientConfig // TLS and token of the link to a remote executor
 }
@@ -84,7 +122,14 @@ func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
 	fs.StringVar(&c.sessionsDir, "sessions-dir", "", "directory of session transcripts (default $XDG_STATE_HOME/toolwire/sessions or ~/.local/state/toolwire/sessions)")
 	fs.StringVar(&c.root, "root", ".", "workspace root of the in-process executor")
 	fs.StringVar(&c.sandbox, "sandbox", sandbox.BackendLandlock, `in-process executor confinement: "landlock" or "none"`)
-	fs.StringVar(&c.network, "network", sandbox.NetworkNone, `in-process executor network: "none" (loopback only) or "host"`)
+	network := sandbox.NetworkNone
+	if c.profile == execsvc.ProfileDevelopment {
+		network = sandbox.NetworkHost
+	}
+	fs.StringVar(&c.network, "network", network, `in-process executor network: "host" (the machine's, as your shell has it) or "none" (loopback only)`)
+	fs.Var(&c.addDirs, "add-dir", "extra directory the tools may read and write, file tools and Bash alike, besides the workspace (repeatable; in-process executor)")
+	fs.Var(&c.sandboxRead, "sandbox-read", "extra directory Bash may read and execute (repeatable; in-process executor; with -p Bash reads everything but the deny list already)")
+	fs.Var(&c.sandboxWrite, "sandbox-write", "extra directory Bash may write, the file tools may not (repeatable; in-process executor)")
 	fs.StringVar(&c.runAs, "run-as", "", "user the in-process executor runs tools as (default: the user running orchestrator, so tools can change your files; a remote toolsvc drops to an unprivileged user by default)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: json or text")
 	fs.StringVar(&c.logLevel, "log-level", defaultLogLevel, "log level: debug, info, warn, error")
@@ -103,11 +148,17 @@ func (c *common) embeddedConfig(log *slog.Logger) embedded.Config {
 	// and go when the conversation is removed.
 	outputs, _ := c.sessionsDirectory()
 	return embedded.Config{
-		Root:       c.root,
-		OutputRoot: outputs,
-		Version:    version,
-		Logger:     log,
-		Sandbox:    sandbox.Config{Backend: c.sandbox, Network: c.network, RunAsUser: c.embeddedUser(), Logger: log},
+		Root:            c.root,
+		OutputRoot:      outputs,
+		Profile:         c.profile,
+		AddDirs:         c.addDirs,
+		SandboxSettings: c.sandboxSettings,
+		Version:         version,
+		Logger:          log,
+		Sandbox: sandbox.Config{
+			Backend: c.sandbox, Network: c.network, RunAsUser: c.embeddedUser(), Logger: log,
+			ReadOnlyPaths: c.sandboxRead, ReadWritePaths: c.sandboxWrite,
+		},
 	}
 }
 

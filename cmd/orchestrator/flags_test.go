@@ -56,7 +56,7 @@ func TestLoadSettings(t *testing.T) {
     "Notification": [{"hooks": [{"type": "command", "command": "ignored"}]}]
   }
 }`)
-	s, err := loadSettings(good)
+	s, err := (&common{settings: good}).loadSettings()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestLoadSettings(t *testing.T) {
 		"mode":     {`{"permissions": {"defaultMode": "yolo"}}`, "yolo"},
 		"hooktype": {`{"hooks": {"PostToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}`, "not supported"},
 	} {
-		_, err := loadSettings(write(name+".json", tc.content))
+		_, err := (&common{settings: write(name+".json", tc.content)}).loadSettings()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", name, err, tc.want)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/sandbox"
@@ -33,6 +34,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		disallowed     listFlag
 		tools          listFlag
 	)
+	c.profile = execsvc.ProfileDevelopment
 	c.register(fs, "warn")
 	fs.BoolVar(&print, "p", false, "answer the prompt and exit (headless)")
 	fs.BoolVar(&print, "print", false, "same as -p")
@@ -84,7 +86,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return 1, err
 	}
-	settings, err := loadSettings(c.settings)
+	settings, err := c.loadSettings()
 	if err != nil {
 		return 1, err
 	}

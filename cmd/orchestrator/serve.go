@@ -55,7 +55,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		}
 		return err
 	}
-	settings, err := loadSettings(c.settings)
+	settings, err := c.loadSettings()
 	if err != nil {
 		return err
 	}

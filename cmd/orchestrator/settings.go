@@ -21,16 +21,18 @@ func parseMode(name string) (executorv1.PermissionMode, error) {
 	return settingspb.ToProto(settings.Settings{Permissions: settings.Permissions{DefaultMode: m}}).GetMode(), nil
 }
 
-// loadSettings reads a settings file (Claude Code's settings.json shape)
-// into the form sessions pass to the executor; an empty path gives empty
+// loadSettings reads the --settings file (Claude Code's settings.json
+// shape) into the form sessions pass to the executor, and keeps its
+// sandbox lists for the in-process executor; no file gives empty
 // settings. A malformed file is refused with the line of the mistake.
-func loadSettings(path string) (*executorv1.Settings, error) {
-	if path == "" {
+func (c *common) loadSettings() (*executorv1.Settings, error) {
+	if c.settings == "" {
 		return &executorv1.Settings{}, nil
 	}
-	s, err := settings.LoadSettings(path)
+	s, err := settings.LoadSettings(c.settings)
 	if err != nil {
 		return nil, err
 	}
+	c.sandboxSettings = s.Sandbox
 	return settingspb.ToProto(s), nil
 }

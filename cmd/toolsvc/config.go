@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -23,44 +24,72 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// dirsFlag is a repeatable flag of existing directories, kept absolute. A
+// directory that does not exist is a usage error naming the flag.
+type dirsFlag []string
+
+func (d *dirsFlag) String() string { return strings.Join(*d, ",") }
+
+func (d *dirsFlag) Set(v string) error {
+	abs, err := filepath.Abs(v)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("no directory %s", abs)
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", abs)
+	}
+	*d = append(*d, abs)
+	return nil
+}
+
 // executorFlags registers the flags that configure an executor, shared by
 // serve and call --embedded, and returns a function that builds the config.
 func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 	var (
-		root         = fs.String("root", ".", "workspace root: sessions work here or in directories under it")
-		sessionDirs  = fs.Bool("session-dirs", false, "give each session without a workspace its own directory under --root")
-		maxConc      = fs.Int("max-concurrency", envInt("TOOLWIRE_MAX_TOOL_CONCURRENCY", 10), "parallel concurrency-safe calls per session (env TOOLWIRE_MAX_TOOL_CONCURRENCY)")
-		defTimeout   = fs.Duration("default-timeout", tool.DefaultTimeout, "Bash timeout when a call gives none")
-		maxTimeout   = fs.Duration("max-timeout", tool.DefaultMaxTimeout, "largest Bash timeout a call may ask for")
-		maxOutput    = fs.Int("max-output-chars", tool.DefaultMaxOutputChars, "Bash output returned inline before it is shortened")
-		maxRead      = fs.Int64("max-read-bytes", tool.DefaultMaxReadBytes, "largest file Read returns without offset/limit")
-		retention    = fs.Duration("retention", 5*time.Minute, "how long a disconnected session and its events are kept for resume")
-		permTimeout  = fs.Duration("permission-timeout", 5*time.Minute, "how long a call waits for a permission decision before it is denied")
-		backend      = fs.String("sandbox", "landlock", `process confinement: "landlock" or "none" (no confinement; only when you mean it)`)
-		network      = fs.String("network", "none", `network of tool processes: "none" (loopback only) or "host"`)
-		runAs        = fs.String("run-as", "", "one user for the tool processes of all sessions when toolsvc runs as root, instead of --session-uids (with --session-uids off, the default is the workspace owner, or nobody)")
-		sessionUIDs  = fs.String("session-uids", defaultSessionUIDs(), `ids FIRST-LAST to give each session a user of its own from, so sessions cannot see, signal or trace each other's processes (needs root; "off" to disable; --run-as alone disables it)`)
-		fsync        = fs.Bool("fsync", false, "fsync every file write before it is renamed into place (durable across power loss; slower)")
-		cpuTime      = fs.Duration("limit-cpu", 0, "CPU time of each tool process (0: unlimited)")
-		memory       = fs.Int64("limit-memory", 0, "memory of each call in bytes (0: unlimited)")
-		processes    = fs.Int("limit-processes", 0, "processes of each call (0: unlimited)")
-		fileSize     = fs.Int64("limit-file-size", 0, "largest file a tool process may write, in bytes (0: unlimited)")
-		openFiles    = fs.Int("limit-open-files", 0, "open files of each tool process (0: unlimited)")
-		settingsFile = fs.String("settings", "", "operator settings file (Claude Code settings.json shape): permission rules, mode and hooks every session gets and cannot loosen")
-		mcpTimeout   = fs.Duration("mcp-timeout", mcpclient.DefaultStartTimeout, "how long each MCP server of a session may take to start and list its tools; the session's Hello waits for them this long at most")
-		mcpMaxOutput = fs.Int("mcp-max-output-tokens", envInt("MAX_MCP_OUTPUT_TOKENS", mcpclient.DefaultMaxOutputTokens), "largest MCP tool output, in tokens of 4 characters, before it is cut and saved to a file (env MAX_MCP_OUTPUT_TOKENS)")
-		traceContent = fs.Bool("trace-content", envBool(executor.TraceContentEnv), "record tool inputs and results (cut to 8 KiB) on the run_tool spans; they may hold secrets (env "+executor.TraceContentEnv+")")
-		outputDir    = fs.String("output-dir", defaultOutputDir(), "where each session's saved outputs (full output of a shortened result, background shells' output) are kept, in a directory per session id, after the session ends, so a conversation resumed under the same id still finds them (empty: removed with the session)")
-		outputKeep   = fs.Duration("output-retention", 24*time.Hour, "how long saved outputs are kept after their session ended (0: removed with the session)")
-		readOnly     listFlag
-		readWrite    listFlag
-		deny         listFlag
-		sysReadPaths listFlag
+		root          = fs.String("root", ".", "workspace root: sessions work here or in directories under it")
+		sessionDirs   = fs.Bool("session-dirs", false, "give each session without a workspace its own directory under --root")
+		maxConc       = fs.Int("max-concurrency", envInt("TOOLWIRE_MAX_TOOL_CONCURRENCY", 10), "parallel concurrency-safe calls per session (env TOOLWIRE_MAX_TOOL_CONCURRENCY)")
+		defTimeout    = fs.Duration("default-timeout", tool.DefaultTimeout, "Bash timeout when a call gives none")
+		maxTimeout    = fs.Duration("max-timeout", tool.DefaultMaxTimeout, "largest Bash timeout a call may ask for")
+		maxOutput     = fs.Int("max-output-chars", tool.DefaultMaxOutputChars, "Bash output returned inline before it is shortened")
+		maxRead       = fs.Int64("max-read-bytes", tool.DefaultMaxReadBytes, "largest file Read returns without offset/limit")
+		retention     = fs.Duration("retention", 5*time.Minute, "how long a disconnected session and its events are kept for resume")
+		permTimeout   = fs.Duration("permission-timeout", 5*time.Minute, "how long a call waits for a permission decision before it is denied")
+		backend       = fs.String("sandbox", "landlock", `process confinement: "landlock" or "none" (no confinement; only when you mean it)`)
+		network       = fs.String("network", "none", `network of tool processes: "none" (loopback only) or "host"`)
+		runAs         = fs.String("run-as", "", "one user for the tool processes of all sessions when toolsvc runs as root, instead of --session-uids (with --session-uids off, the default is the workspace owner, or nobody)")
+		sessionUIDs   = fs.String("session-uids", defaultSessionUIDs(), `ids FIRST-LAST to give each session a user of its own from, so sessions cannot see, signal or trace each other's processes (needs root; "off" to disable; --run-as alone disables it)`)
+		fsync         = fs.Bool("fsync", false, "fsync every file write before it is renamed into place (durable across power loss; slower)")
+		cpuTime       = fs.Duration("limit-cpu", 0, "CPU time of each tool process (0: unlimited)")
+		memory        = fs.Int64("limit-memory", 0, "memory of each call in bytes (0: unlimited)")
+		processes     = fs.Int("limit-processes", 0, "processes of each call (0: unlimited)")
+		fileSize      = fs.Int64("limit-file-size", 0, "largest file a tool process may write, in bytes (0: unlimited)")
+		openFiles     = fs.Int("limit-open-files", 0, "open files of each tool process (0: unlimited)")
+		settingsFile  = fs.String("settings", "", "operator settings file (Claude Code settings.json shape): permission rules, mode and hooks every session gets and cannot loosen")
+		mcpTimeout    = fs.Duration("mcp-timeout", mcpclient.DefaultStartTimeout, "how long each MCP server of a session may take to start and list its tools; the session's Hello waits for them this long at most")
+		mcpMaxOutput  = fs.Int("mcp-max-output-tokens", envInt("MAX_MCP_OUTPUT_TOKENS", mcpclient.DefaultMaxOutputTokens), "largest MCP tool output, in tokens of 4 characters, before it is cut and saved to a file (env MAX_MCP_OUTPUT_TOKENS)")
+		outputDir     = fs.String("output-dir", defaultOutputDir(), "where each session's saved outputs (full output of a shortened result, background shells' output) are kept, in a directory per session id, after the session ends, so a conversation resumed under the same id still finds them (empty: removed with the session)")
+		outputKeep    = fs.Duration("output-retention", 24*time.Hour, "how long saved outputs are kept after their session ended (0: removed with the session)")
+		traceContent  = fs.Bool("trace-content", envBool(executor.TraceContentEnv), "record tool inputs and results (cut to 8 KiB) on the run_tool spans; they may hold secrets (env "+executor.TraceContentEnv+")")
+		readOnly      dirsFlag
+		readWrite     dirsFlag
+		addDirs       dirsFlag
+		sysReadPaths  dirsFlag
+		sysWritePaths dirsFlag
+		deny          listFlag
 	)
-	fs.Var(&readOnly, "ro", "extra directory every session may read (repeatable)")
-	fs.Var(&readWrite, "rw", "extra directory every session may read and write (repeatable)")
-	fs.Var(&deny, "deny", "path pattern file tools refuse, e.g. '**/*.key' (repeatable; replaces the defaults)")
-	fs.Var(&sysReadPaths, "sandbox-read", "extra directory sandboxed processes may read, besides the system directories (repeatable)")
+	fs.Var(&readOnly, "ro", "extra directory the file tools (Read, Glob, Grep) of every session may read; processes get the same with --sandbox-read (repeatable)")
+	fs.Var(&readWrite, "rw", "extra directory the file tools of every session may read and write; processes get the same with --sandbox-write, both with --add-dir (repeatable)")
+	fs.Var(&sysReadPaths, "sandbox-read", "extra directory tool processes (Bash, hooks) may read and execute, besides the system directories, the workspace and the temp dir (repeatable)")
+	fs.Var(&sysWritePaths, "sandbox-write", "extra directory tool processes may read, write and execute (repeatable)")
+	fs.Var(&addDirs, "add-dir", "extra directory every session may read and write, with the file tools and from processes alike: --rw and --sandbox-write in one (repeatable)")
+	fs.Var(&deny, "deny", "path pattern file tools refuse and processes are kept out of, e.g. '**/*.key' or '~/.config/cloud/**' (repeatable; replaces the defaults, which cover ~/.ssh, cloud credentials, keyrings and the like)")
 	return func() (execsvc.Config, error) {
 		var operator settings.Settings
 		if *settingsFile != "" {
@@ -70,12 +99,14 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 			}
 		}
 		cfg := execsvc.Config{
-			Operator:    operator,
-			Durable:     *fsync,
-			Root:        *root,
-			SessionDirs: *sessionDirs,
-			ReadOnly:    readOnly,
-			ReadWrite:   readWrite,
+			Operator:        operator,
+			Durable:         *fsync,
+			Root:            *root,
+			SessionDirs:     *sessionDirs,
+			ReadOnly:        readOnly,
+			ReadWrite:       readWrite,
+			AddDirs:         addDirs,
+			SandboxSettings: operator.Sandbox,
 			Limits: tool.Limits{
 				DefaultTimeout: *defTimeout,
 				MaxTimeout:     *maxTimeout,
@@ -94,7 +125,8 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 					CPUTime: *cpuTime, Memory: *memory, Processes: *processes,
 					FileSize: *fileSize, OpenFiles: *openFiles,
 				},
-				ReadOnlyPaths: append(sandbox.DefaultReadOnlyPaths(), sysReadPaths...),
+				ReadOnlyPaths:  sysReadPaths,
+				ReadWritePaths: sysWritePaths,
 			},
 		}
 		if len(deny) > 0 {

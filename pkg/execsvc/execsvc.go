@@ -35,10 +35,28 @@ type Config struct {
 	// SessionDirs gives each session that names no workspace a fresh
 	// directory under Root instead of Root itself.
 	SessionDirs bool
-	// ReadOnly and ReadWrite are extra roots every session may use.
+	// Profile is ProfileService (the default) or ProfileDevelopment.
+	Profile string
+	// ReadOnly and ReadWrite are extra roots every session's file tools
+	// may use (processes: Sandbox.ReadOnlyPaths and ReadWritePaths).
 	ReadOnly, ReadWrite []string
-	// Deny are path patterns refused to file tools; nil means the defaults.
+	// AddDirs are extra directories every session may read and write, with
+	// the file tools and from processes alike (claude --add-dir). Each must
+	// be an absolute path to a directory.
+	AddDirs []string
+	// Deny are the deny patterns (see workspace.Config.Deny): file tools
+	// refuse them, and processes are kept out of the places they name (see
+	// workspace.DenyLocations); nil means workspace.DefaultDeny.
 	Deny []string
+	// Home is the user's home directory: "~" in deny patterns and
+	// settings, and HOME of processes in the development profile. Empty
+	// means the service's $HOME.
+	Home string
+	// SandboxSettings are the sandbox.filesystem lists of a settings file,
+	// paths as written (relative ones resolve against Root): AllowWrite
+	// and AllowRead widen what processes may use, DenyRead joins the deny
+	// list, AllowRead takes entries out of it, and DenyWrite must hold.
+	SandboxSettings settings.Sandbox
 	// Durable makes file writes fsync before they are renamed into place.
 	Durable bool
 	// TempRoot holds the per-session scratch directories; empty means the
@@ -108,7 +126,11 @@ func New(cfg Config) (*executor.Executor, error) {
 		return nil, fmt.Errorf("root %s is not a directory", root)
 	}
 	cfg.Root = root
-	if err := sandbox.Check(cfg.Sandbox); err != nil {
+	res, err := resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := sandbox.Check(res.sandbox); err != nil {
 		return nil, err
 	}
 	var users *sandbox.UIDPool
@@ -131,7 +153,7 @@ func New(cfg Config) (*executor.Executor, error) {
 	}
 	return executor.New(executor.Config{
 		Tools:             Tools(),
-		NewEnv:            envFactory(cfg, users, outputs),
+		NewEnv:            envFactory(cfg, res, users, outputs),
 		Limits:            cfg.Limits,
 		MaxConcurrency:    cfg.MaxConcurrency,
 		Retention:         cfg.Retention,
@@ -144,10 +166,10 @@ func New(cfg Config) (*executor.Executor, error) {
 	})
 }
 
-// envFactory returns the executor's EnvFactory for cfg; users, when not
-// nil, gives each session its user, and outputs, when not nil, keeps the
-// sessions' saved outputs.
-func envFactory(cfg Config, users *sandbox.UIDPool, outputs *outputStore) executor.EnvFactory {
+// envFactory returns the executor's EnvFactory for cfg as res resolved
+// it; users, when not nil, gives each session its user, and outputs, when
+// not nil, keeps the sessions' saved outputs.
+func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outputStore) executor.EnvFactory {
 	return func(ctx context.Context, sessionID, dir string) (_ *tool.Env, _ executor.SandboxInfo, err error) {
 		var info executor.SandboxInfo
 		var cleanup []func()
@@ -158,7 +180,7 @@ func envFactory(cfg Config, users *sandbox.UIDPool, outputs *outputStore) execut
 				}
 			}
 		}()
-		sc := cfg.Sandbox
+		sc := res.sandbox
 		owner := -1
 		if users != nil {
 			if sc.SessionUser, err = users.Lease(); err != nil {
@@ -179,7 +201,7 @@ func envFactory(cfg Config, users *sandbox.UIDPool, outputs *outputStore) execut
 		}
 		cleanup = append(cleanup, func() { _ = os.RemoveAll(tmp) })
 		outDir := filepath.Join(tmp, "outputs")
-		readOnly := cfg.ReadOnly
+		readOnly := res.fileRO
 		releaseOutputs := func() {}
 		if outputs != nil {
 			// Outside the temp dir, which processes may write: there they
@@ -193,11 +215,15 @@ func envFactory(cfg Config, users *sandbox.UIDPool, outputs *outputStore) execut
 		} else if err := os.Mkdir(outDir, 0o700); err != nil {
 			return nil, info, fmt.Errorf("session output directory: %w", err)
 		}
+		if err := checkDenyWrite(res.denyWrite, slices.Concat([]string{wsDir, tmp}, sc.ReadWritePaths)); err != nil {
+			return nil, info, err
+		}
 		ws, err := workspace.New(workspace.Config{
 			Dir:       wsDir,
-			ReadWrite: append([]string{tmp}, cfg.ReadWrite...),
+			ReadWrite: slices.Concat([]string{tmp}, res.fileRW),
 			ReadOnly:  readOnly,
-			Deny:      cfg.Deny,
+			Deny:      res.deny,
+			Home:      res.home,
 			Durable:   cfg.Durable,
 			Logger:    cfg.Logger,
 		})
@@ -218,6 +244,7 @@ func envFactory(cfg Config, users *sandbox.UIDPool, outputs *outputStore) execut
 		env := &tool.Env{
 			SessionID: sessionID,
 			Files:     ws,
+			AddDirs:   cfg.AddDirs,
 			Procs:     runner,
 			TempDir:   tmp,
 			OutputDir: outDir,
@@ -234,7 +261,7 @@ func envFactory(cfg Config, users *sandbox.UIDPool, outputs *outputStore) execut
 		info = executor.SandboxInfo{
 			Backend:  cfg.Sandbox.Backend,
 			Enforced: append([]string{"file_roots"}, runner.Enforced()...),
-			Network:  cfg.Sandbox.Network,
+			Network:  runner.Network(),
 			RunAs:    cfg.Sandbox.RunAsUser,
 		}
 		if users != nil {

@@ -36,6 +36,22 @@ func needRoot(t *testing.T) {
 	}
 }
 
+// factoryOf resolves cfg and returns its EnvFactory, as New does.
+func factoryOf(t *testing.T, cfg Config, users *sandbox.UIDPool) executor.EnvFactory {
+	t.Helper()
+	return factoryWith(t, cfg, users, nil)
+}
+
+// factoryWith is factoryOf with a store of saved outputs.
+func factoryWith(t *testing.T, cfg Config, users *sandbox.UIDPool, outputs *outputStore) executor.EnvFactory {
+	t.Helper()
+	res, err := resolve(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return envFactory(cfg, res, users, outputs)
+}
+
 // openEnv opens a session's environment the way the executor does.
 func openEnv(t *testing.T, factory executor.EnvFactory, id, dir string) (*tool.Env, executor.SandboxInfo) {
 	t.Helper()
@@ -76,7 +92,7 @@ func TestSessionsHaveUsersOfTheirOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := envFactory(cfg, pool, nil)
+	factory := factoryOf(t, cfg, pool)
 	a, _ := openEnv(t, factory, "a", "")
 	b, info := openEnv(t, factory, "b", "")
 	if got := strings.Join(info.Enforced, " "); !strings.Contains(got, "pid_isolation") || !strings.Contains(info.RunAs, "uid "+strconv.Itoa(b.Procs.UID())) {
@@ -139,7 +155,7 @@ func TestFailedOpenGivesTheIDBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := envFactory(cfg, pool, nil)
+	factory := factoryOf(t, cfg, pool)
 	if _, _, err := factory(context.Background(), "x", "/outside/the/root"); err == nil {
 		t.Fatal("a workspace outside the root was accepted")
 	}

@@ -41,7 +41,7 @@ func TestSavedOutputsOutlastTheirSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := envFactory(cfg, nil, store)
+	factory := factoryWith(t, cfg, nil, store)
 
 	env, _ := openEnv(t, factory, "conv-1", "")
 	dir := filepath.Join(outputs, "conv-1")
@@ -101,7 +101,7 @@ func TestSavedOutputsOfOneSessionUserAreHidFromAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := envFactory(cfg, pool, store)
+	factory := factoryWith(t, cfg, pool, store)
 	a, _ := openEnv(t, factory, "a", "")
 	b, _ := openEnv(t, factory, "b", "")
 	saved := filepath.Join(a.OutputDir, "toolu_1.txt")

@@ -616,3 +616,32 @@ func BenchmarkDecideRead(b *testing.B) {
 		}
 	}
 }
+
+// TestAddDirsCountAsWorkspace: the modes treat a path in an added directory
+// (--add-dir) as in the workspace, and no other.
+func TestAddDirsCountAsWorkspace(t *testing.T) {
+	edit := func(p string) json.RawMessage {
+		b, _ := json.Marshal(map[string]string{"file_path": p, "old_string": "a", "new_string": "b"})
+		return b
+	}
+	cases := []struct {
+		mode  Mode
+		tool  string
+		input json.RawMessage
+		want  Behavior
+	}{
+		{ModeDefault, "Read", pathInput("file_path", "/extra/a.txt"), Allow},
+		{ModeDefault, "Read", pathInput("file_path", "/extra-not/a.txt"), Ask},
+		{ModeAcceptEdits, "Edit", edit("/extra/sub/a.go"), Allow},
+		{ModeAcceptEdits, "Edit", edit("/elsewhere/a.go"), Ask},
+		{ModeDefault, "Edit", edit("/extra/a.go"), Ask},
+	}
+	for _, c := range cases {
+		p := mustCompile(t, Rules{}, Rules{Mode: c.mode})
+		req := request(c.tool, c.input)
+		req.AddDirs = []string{"/extra"}
+		if d := p.Decide(req); d.Behavior != c.want {
+			t.Errorf("%s %s %s: %s (%s), want %s", c.mode, c.tool, c.input, d.Behavior, d.Reason, c.want)
+		}
+	}
+}

@@ -111,6 +111,9 @@ type Request struct {
 	// Workspace is the session's workspace directory, against which
 	// relative path rules are anchored.
 	Workspace string
+	// AddDirs are further directories the session works in (--add-dir):
+	// the modes treat paths in them as in the workspace.
+	AddDirs []string
 	// ReadOnly is true for a tool that never changes anything (its
 	// Spec.ReadOnly). Bash is judged from its command instead.
 	ReadOnly bool
@@ -272,13 +275,22 @@ func newCall(req Request) *call {
 	return c
 }
 
-// inWorkspace reports whether the call's path lies inside the workspace.
+// inWorkspace reports whether the call's path lies inside the workspace or
+// an added directory.
 func (c *call) inWorkspace() bool {
-	if c.path == "" || c.Workspace == "" {
+	if c.path == "" {
 		return false
 	}
-	rel, err := filepath.Rel(filepath.Clean(c.Workspace), c.path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+	for _, dir := range append([]string{c.Workspace}, c.AddDirs...) {
+		if dir == "" {
+			continue
+		}
+		rel, err := filepath.Rel(filepath.Clean(dir), c.path)
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
+			return true
+		}
+	}
+	return false
 }
 
 // Decide decides on a call: deny rules, plan mode, ask rules, allow rules,
@@ -389,7 +401,7 @@ func (p *Policy) modeDefault(c *call) Decision {
 	switch {
 	case p.mode == ModeBypass:
 		d.Behavior = Allow
-	case c.readOnly && isReadTool(c.tool) && c.path != "" && c.Workspace != "" && !c.inWorkspace():
+	case c.readOnly && isReadTool(c.tool) && c.path != "" && (c.Workspace != "" || len(c.AddDirs) > 0) && !c.inWorkspace():
 		d.Behavior = Ask
 		d.Reason = fmt.Sprintf("%s reads %s, outside the workspace", c.tool, c.path)
 		d.Suggestion = p.suggest(c)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -42,11 +43,9 @@ func Check(cfg Config) error {
 			missing = append(missing, err.Error())
 		}
 	}
-	paths := append(append([]string(nil), cfg.ReadWritePaths...), cfg.ReadOnlyPaths...)
-	if isDefaultReadOnly(cfg.ReadOnlyPaths) {
-		paths = cfg.ReadWritePaths
-	}
-	for _, p := range paths {
+	// Missing system directories are skipped; the paths asked for must be
+	// there.
+	for _, p := range slices.Concat(cfg.ReadWritePaths, cfg.ReadOnlyPaths) {
 		if _, err := os.Stat(p); err != nil {
 			missing = append(missing, fmt.Sprintf("allowed path: %v", err))
 		}

@@ -5,7 +5,9 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,13 +37,14 @@ const (
 type Config struct {
 	// Backend is BackendLandlock (the default when empty) or BackendNone.
 	Backend string
-	// ReadOnlyPaths may be read and executed besides the workspace and the
-	// temp dir. Nil means DefaultReadOnlyPaths. A few device nodes
-	// (/dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom) and
-	// /proc are always readable.
+	// ReadOnlyPaths may be read and executed besides the workspace, the
+	// temp dir and the system directories (DefaultReadOnlyPaths, of which
+	// those this machine lacks are skipped). Each must exist. A few device
+	// nodes (/dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom)
+	// and /proc are always readable.
 	ReadOnlyPaths []string
 	// ReadWritePaths may be read, written and executed besides the
-	// workspace and the temp dir.
+	// workspace and the temp dir. Each must exist.
 	ReadWritePaths []string
 	// SessionReadOnlyPaths may be read, not written, like ReadOnlyPaths,
 	// but belong to one runner's session, so each must exist. The executor
@@ -49,6 +52,22 @@ type Config struct {
 	// dir so that they outlast it, and processes read them but cannot
 	// change them.
 	SessionReadOnlyPaths []string
+	// ReadAll makes every file the user may read readable and executable,
+	// not only the system directories: the development profile, for a
+	// user's own machine. Device nodes stay out, except the few that are
+	// always readable, and so does everything under DenyPaths.
+	ReadAll bool
+	// DenyPaths are absolute paths processes may neither read nor write,
+	// even inside a directory they may otherwise use: keys and credentials.
+	// A path that does not exist yet is kept out as well. Landlock only
+	// grants, so a directory holding a denied path is not granted as a
+	// whole: it may be listed (names of the entries of a denied directory
+	// included), and each of its entries but the denied one is granted on
+	// its own; processes cannot create or remove entries right in it.
+	// A workspace or temp dir inside a denied path is refused.
+	DenyPaths []string
+	// Home is HOME of the processes; empty means the temp dir.
+	Home string
 	// Network is NetworkNone (the default when empty) or NetworkHost.
 	Network string
 	// RunAsUser is the user processes run as when the service runs as root:
@@ -70,9 +89,13 @@ type Config struct {
 	// Limits are per-call resource limits; zero fields are unlimited.
 	Limits Limits
 	// EnvAllowlist names the variables of the service's environment that
-	// processes inherit; a trailing "*" matches a prefix. Nil means
-	// DefaultEnvAllowlist.
+	// processes inherit; a trailing "*" matches a prefix, and "*" alone
+	// every variable. Nil means DefaultEnvAllowlist.
 	EnvAllowlist []string
+	// EnvDenylist names variables processes never inherit, even when
+	// EnvAllowlist lets them through: glob patterns matched against the
+	// name in upper case ("*_TOKEN", "AWS_*"). See DefaultEnvDenylist.
+	EnvDenylist []string
 	// Logger receives degradations and cleanup failures. Nil discards.
 	Logger *slog.Logger
 }
@@ -136,6 +159,21 @@ func DefaultEnvAllowlist() []string {
 	return []string{"PATH", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "COLORTERM", "NO_COLOR"}
 }
 
+// DefaultEnvDenylist returns the variables kept from processes that
+// inherit a whole environment (EnvAllowlist "*"): the model API's key and
+// the usual names of tokens, passwords and cloud credentials, and the
+// agents that hold keys (ssh-agent, gpg-agent, the session bus that reaches
+// the desktop keyring).
+func DefaultEnvDenylist() []string {
+	return []string{
+		"ANTHROPIC_*", "CLAUDE_CODE_OAUTH_TOKEN",
+		"*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*",
+		"*API_KEY*", "*APIKEY*", "*ACCESS_KEY*", "*PRIVATE_KEY*", "*_KEY", "*_KEYS",
+		"AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS", "OTEL_EXPORTER_OTLP_*HEADERS",
+		"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS",
+	}
+}
+
 // defaultPath is PATH when the service has none.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -155,8 +193,18 @@ func (c Config) normalize() (Config, error) {
 	default:
 		return c, fmt.Errorf("sandbox: unknown network mode %q (want %q or %q)", c.Network, NetworkNone, NetworkHost)
 	}
-	if c.ReadOnlyPaths == nil {
-		c.ReadOnlyPaths = DefaultReadOnlyPaths()
+	for _, p := range slices.Concat(c.ReadOnlyPaths, c.ReadWritePaths, c.DenyPaths) {
+		if !filepath.IsAbs(p) {
+			return c, fmt.Errorf("sandbox: path %q is not absolute", p)
+		}
+	}
+	if c.Home != "" && !filepath.IsAbs(c.Home) {
+		return c, fmt.Errorf("sandbox: home %q is not absolute", c.Home)
+	}
+	for _, pat := range c.EnvDenylist {
+		if _, err := path.Match(pat, ""); err != nil {
+			return c, fmt.Errorf("sandbox: environment deny pattern %q: %w", pat, err)
+		}
 	}
 	if c.EnvAllowlist == nil {
 		c.EnvAllowlist = DefaultEnvAllowlist()

@@ -40,6 +40,16 @@
 // runtime start-up per process; this design keeps the per-call overhead to a
 // few system calls.
 //
+// Two profiles share this machinery. By default processes read and execute
+// the system directories only, with HOME in the temp dir and an
+// environment allowlist, as a multi-tenant executor wants. With ReadAll
+// (the development profile of a user's own machine) everything is
+// readable but DenyPaths, the user's HOME is HOME, and the environment is
+// the service's minus an EnvDenylist. Landlock only grants, so a denied
+// path is carved out: a directory holding one is granted entry by entry.
+// Processes that stay root (a root user's own executor) keep only the
+// capabilities for files: their thread's bounding set loses the rest.
+//
 // What the kernel cannot provide is either refused up front by Check (fail
 // closed: the configured policy is not silently weakened) or, for
 // best-effort extras such as cgroup controllers, left out and reported by

@@ -1,18 +1,21 @@
 package sandbox
 
 import (
+	"cmp"
 	"os"
+	"path"
 	"strings"
 )
 
 // baseEnv builds the environment every process of the runner starts with:
-// the allowlisted variables of the service, then the runner's own.
-func baseEnv(allow []string, id identity, tempDir string) []string {
+// the allowlisted variables of the service that no deny pattern names, then
+// the runner's own.
+func baseEnv(cfg Config, id identity, tempDir string) []string {
 	var env []string
 	hasPath := false
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if !allowed(allow, k) {
+		if !allowed(cfg.EnvAllowlist, k) || envDenied(cfg.EnvDenylist, k) {
 			continue
 		}
 		if k == "PATH" {
@@ -23,11 +26,22 @@ func baseEnv(allow []string, id identity, tempDir string) []string {
 	if !hasPath {
 		env = append(env, "PATH="+defaultPath)
 	}
-	env = append(env, "HOME="+tempDir, "TMPDIR="+tempDir)
+	own := []string{"HOME=" + cmp.Or(cfg.Home, tempDir), "TMPDIR=" + tempDir}
 	if id.name != "" {
-		env = append(env, "USER="+id.name, "LOGNAME="+id.name)
+		own = append(own, "USER="+id.name, "LOGNAME="+id.name)
 	}
-	return env
+	return mergeEnv(env, own)
+}
+
+// envDenied reports whether a deny pattern names key.
+func envDenied(deny []string, key string) bool {
+	key = strings.ToUpper(key)
+	for _, pat := range deny {
+		if ok, _ := path.Match(pat, key); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func allowed(allow []string, key string) bool {

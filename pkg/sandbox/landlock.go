@@ -3,6 +3,10 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -42,6 +46,7 @@ type pathRule struct {
 	path     string
 	access   uint64
 	optional bool // skip when the path does not exist
+	noFollow bool // a symbolic link gets no rule (entries of a carved directory)
 }
 
 // buildRuleset creates a Landlock ruleset from rules and returns its fd.
@@ -61,7 +66,11 @@ func buildRuleset(rules []pathRule) (int, error) {
 }
 
 func addPathRule(fd int, r pathRule) error {
-	pfd, err := unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	flags := unix.O_PATH | unix.O_CLOEXEC
+	if r.noFollow {
+		flags |= unix.O_NOFOLLOW
+	}
+	pfd, err := unix.Open(r.path, flags, 0)
 	if err != nil {
 		if r.optional && errors.Is(err, unix.ENOENT) {
 			return nil
@@ -73,6 +82,9 @@ func addPathRule(fd int, r pathRule) error {
 	if err := unix.Fstat(pfd, &st); err != nil {
 		return fmt.Errorf("sandbox: landlock: stat %s: %w", r.path, err)
 	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return nil // only with noFollow: a link swapped in since the listing
+	}
 	access := r.access
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		access &= fsFileRights
@@ -83,12 +95,24 @@ func addPathRule(fd int, r pathRule) error {
 	return nil
 }
 
-// policyRules lists the rules of a runner: read-only system paths,
-// read-write workspace, temp dir and extra paths, and the device nodes.
-func policyRules(cfg Config, workspace, tempDir string, defaults bool) []pathRule {
+// policyRules lists the rules of a runner: read-only system paths (or,
+// with ReadAll, the whole file system but /dev), read-write workspace, temp
+// dir and extra paths, and the device nodes, each carved around the denied
+// paths.
+func policyRules(cfg Config, workspace, tempDir string) []pathRule {
+	deny := denySet(cfg.DenyPaths)
 	var rules []pathRule
+	if cfg.ReadAll {
+		// Device nodes would give raw disks and memory; the few that
+		// programs need are granted below.
+		rules = carve(rules, pathRule{path: "/", access: fsRead}, slices.Concat(deny, []string{"/dev"}))
+	} else {
+		for _, p := range DefaultReadOnlyPaths() {
+			rules = carve(rules, pathRule{path: p, access: fsRead, optional: true}, deny)
+		}
+	}
 	for _, p := range cfg.ReadOnlyPaths {
-		rules = append(rules, pathRule{path: p, access: fsRead, optional: defaults})
+		rules = carve(rules, pathRule{path: p, access: fsRead}, deny)
 	}
 	for _, p := range cfg.SessionReadOnlyPaths {
 		rules = append(rules, pathRule{path: p, access: fsRead})
@@ -100,9 +124,88 @@ func policyRules(cfg Config, workspace, tempDir string, defaults bool) []pathRul
 		rules = append(rules, pathRule{path: p, access: fsDevice, optional: true})
 	}
 	for _, p := range append([]string{workspace, tempDir}, cfg.ReadWritePaths...) {
-		rules = append(rules, pathRule{path: p, access: fsWrite})
+		rules = carve(rules, pathRule{path: p, access: fsWrite}, deny)
 	}
 	return rules
+}
+
+// denySet returns the denied paths, clean, each also under the name it
+// resolves to when symbolic links lead elsewhere: Landlock sees the file
+// system as it is, whichever name a process uses.
+func denySet(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		out = append(out, p)
+		if real := resolveExisting(p); real != p {
+			out = append(out, real)
+		}
+	}
+	return out
+}
+
+// resolveExisting resolves the symbolic links of the longest part of p
+// that exists and appends the rest.
+func resolveExisting(p string) string {
+	rest := ""
+	for cur := p; ; cur = filepath.Dir(cur) {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if cur == "/" || cur == "." {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+	}
+}
+
+// carve appends the rules that give r.access to r.path and everything
+// beneath it except the denied paths. Without a denied path beneath, that
+// is r itself. Otherwise the directory gets only the right to list it, and
+// each of its entries but a denied one is carved in turn; entries that are
+// symbolic links get no rule (what they point to has rules of its own). A
+// path at or under a denied one gets nothing.
+func carve(rules []pathRule, r pathRule, deny []string) []pathRule {
+	real := r.path
+	if !r.noFollow {
+		if p, err := filepath.EvalSymlinks(r.path); err == nil {
+			real = p
+		}
+	}
+	var below []string
+	for _, d := range deny {
+		if within(real, d) {
+			return rules
+		}
+		if within(d, real) {
+			below = append(below, d)
+		}
+	}
+	if len(below) == 0 {
+		return append(rules, r)
+	}
+	entries, err := os.ReadDir(real)
+	if err != nil {
+		// Not a directory (a denied path cannot be beneath a file) or
+		// gone: nothing to grant. Unreadable: the user cannot list it
+		// either, so there is nothing for processes to list.
+		return rules
+	}
+	if list := r.access & ll.AccessFSReadDir; list != 0 {
+		rules = append(rules, pathRule{path: real, access: list, optional: true, noFollow: true})
+	}
+	for _, e := range entries {
+		if e.Type()&os.ModeSymlink != 0 {
+			continue
+		}
+		rules = carve(rules, pathRule{path: filepath.Join(real, e.Name()), access: r.access, optional: true, noFollow: true}, below)
+	}
+	return rules
+}
+
+// within reports whether p is dir or lies beneath it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // restrictThread applies the ruleset to the calling OS thread only (no
@@ -113,19 +216,4 @@ func restrictThread(rulesetFD int) error {
 		return fmt.Errorf("sandbox: landlock: restrict thread: %w", err)
 	}
 	return nil
-}
-
-// isDefaultReadOnly reports whether paths are the defaults, whose missing
-// entries are skipped rather than refused.
-func isDefaultReadOnly(paths []string) bool {
-	def := DefaultReadOnlyPaths()
-	if len(paths) != len(def) {
-		return false
-	}
-	for i := range paths {
-		if paths[i] != def[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ type Runner struct {
 	env       []string
 	readable  []string // roots a process may read, for explaining denials
 	exec      []string // roots a process may execute from
+	deny      []string // paths kept out of (DenyPaths, and where they lead)
 	enforced  []string
 	pgSeq     atomic.Uint64
 	lease     *UIDLease // the session user's id; nil without one
@@ -106,7 +108,7 @@ func NewRunner(cfg Config, workspace, tempDir string) (_ *Runner, err error) {
 		lease:     lease,
 		log:       cfg.Logger,
 		procs:     make(map[*Process]struct{}),
-		env:       baseEnv(cfg.EnvAllowlist, id, tempDir),
+		env:       baseEnv(cfg, id, tempDir),
 	}
 	ok := false
 	defer func() {
@@ -136,8 +138,14 @@ func NewRunner(cfg Config, workspace, tempDir string) (_ *Runner, err error) {
 			return nil, err
 		}
 	}
-	r.readable = append(append(append(append([]string{workspace, tempDir}, cfg.ReadWritePaths...), cfg.ReadOnlyPaths...), cfg.SessionReadOnlyPaths...), alwaysReadable...)
-	r.exec = append(append([]string{workspace, tempDir}, cfg.ReadWritePaths...), cfg.ReadOnlyPaths...)
+	r.deny = denySet(cfg.DenyPaths)
+	for _, d := range []string{workspace, tempDir} {
+		if p, ok := r.denied(d); ok {
+			return nil, fmt.Errorf("sandbox: %s lies in %s, which processes are kept out of", d, p)
+		}
+	}
+	r.exec = slices.Concat([]string{workspace, tempDir}, cfg.ReadWritePaths, cfg.ReadOnlyPaths, DefaultReadOnlyPaths())
+	r.readable = slices.Concat(r.exec, cfg.SessionReadOnlyPaths, alwaysReadable)
 	if r.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
@@ -159,11 +167,13 @@ func NewRunner(cfg Config, workspace, tempDir string) (_ *Runner, err error) {
 	r.rlimits = r.rlimitsFor(cfg.Limits)
 
 	if setup.landlock {
-		setup.rules = policyRules(cfg, workspace, tempDir, isDefaultReadOnly(cfg.ReadOnlyPaths))
+		setup.rules = policyRules(cfg, workspace, tempDir)
 	}
 	if id.switched && len(r.rlimits) > 0 {
 		setup.realID = &r.id
 	}
+	// Processes that stay root keep only the capabilities for files.
+	setup.dropCaps = os.Geteuid() == 0 && id.uid == 0
 	if r.sp, err = startSpawner(setup); err != nil {
 		return nil, err
 	}
@@ -319,9 +329,16 @@ func (r *Runner) Enforced() []string { return append([]string(nil), r.enforced..
 // Workspace returns the runner's workspace directory.
 func (r *Runner) Workspace() string { return r.workspace }
 
-// TempDir returns the runner's scratch directory (HOME and TMPDIR of its
-// processes).
+// TempDir returns the runner's scratch directory (TMPDIR of its processes,
+// and HOME unless Config.Home says otherwise).
 func (r *Runner) TempDir() string { return r.tempDir }
+
+// Network returns the network mode of the runner's processes:
+// NetworkNone or NetworkHost.
+func (r *Runner) Network() string { return r.cfg.Network }
+
+// Home returns HOME of the runner's processes.
+func (r *Runner) Home() string { return lookEnv(r.env, "HOME") }
 
 // User returns the name of the user processes run as.
 func (r *Runner) User() string { return r.id.name }
@@ -349,14 +366,20 @@ func (r *Runner) Start(ctx context.Context, c Cmd) (*Process, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fmt.Errorf("sandbox: working directory %q is not absolute", dir)
 	}
-	if r.cfg.Backend == BackendLandlock && !under(dir, r.readable) {
+	if d, ok := r.denied(dir); ok {
+		return nil, denied("sandbox refused working directory %s: it lies in %s, which processes are kept out of (keys and credentials)", dir, d)
+	}
+	if !r.mayUse(dir, r.readable) {
 		return nil, denied("sandbox refused working directory %s: processes may only work in the workspace (%s), the temp dir and the allowed read-only paths", dir, r.workspace)
 	}
 	path, err := lookPath(c.Args[0], lookEnv(env, "PATH"), dir)
 	if err != nil {
 		return nil, err
 	}
-	if r.cfg.Backend == BackendLandlock && !under(path, r.exec) {
+	if d, ok := r.denied(path); ok {
+		return nil, denied("sandbox refused to execute %s: it lies in %s, which processes are kept out of (keys and credentials)", path, d)
+	}
+	if !r.mayUse(path, r.exec) {
 		return nil, denied("sandbox refused to execute %s: programs may only run from the workspace, the temp dir and the system directories", path)
 	}
 
@@ -593,6 +616,29 @@ func lookPath(name, pathEnv, dir string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("sandbox: %s: executable file not found in PATH", name)
+}
+
+// denied returns the denied path that p is or lies in, when Landlock is
+// on.
+func (r *Runner) denied(p string) (string, bool) {
+	if r.cfg.Backend != BackendLandlock {
+		return "", false
+	}
+	for _, d := range r.deny {
+		if within(p, d) {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+// mayUse reports whether the policy lets processes reach p, which is not
+// denied: under one of roots, or anywhere but /dev with ReadAll.
+func (r *Runner) mayUse(p string, roots []string) bool {
+	if r.cfg.Backend != BackendLandlock || (r.cfg.ReadAll && !within(p, "/dev")) {
+		return true
+	}
+	return under(p, roots)
 }
 
 // under reports whether path is one of roots or inside one.

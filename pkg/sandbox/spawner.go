@@ -32,6 +32,20 @@ type spawnSetup struct {
 	// CAP_SYS_RESOURCE (prlimit checks the caller's real ids against the
 	// target's).
 	realID *identity
+	// dropCaps empties the thread's capability bounding set but for the
+	// file capabilities (keptCaps), so that children that stay root gain
+	// no other capability at exec.
+	dropCaps bool
+}
+
+// keptCaps are the capabilities a process that runs as root keeps: those
+// that let root work on files of other owners, which Landlock confines.
+// Tracing and reading other processes' memory and environment, the
+// network's configuration, modules, mounts, clocks, reboot, raw I/O,
+// changing user and the rest are gone.
+var keptCaps = map[uintptr]bool{
+	unix.CAP_CHOWN: true, unix.CAP_DAC_OVERRIDE: true, unix.CAP_DAC_READ_SEARCH: true,
+	unix.CAP_FOWNER: true, unix.CAP_FSETID: true, unix.CAP_NET_BIND_SERVICE: true,
 }
 
 // spawnReq is one process to start.
@@ -111,6 +125,16 @@ func setupThread(setup spawnSetup) error {
 		}
 		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(id.uid), ^uintptr(0), ^uintptr(0)); e != 0 {
 			return fmt.Errorf("sandbox: spawner real uid: %w", e)
+		}
+	}
+	if setup.dropCaps {
+		for c := uintptr(0); c <= unix.CAP_LAST_CAP; c++ {
+			if keptCaps[c] {
+				continue
+			}
+			if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+				return fmt.Errorf("sandbox: drop capability %d from the bounding set: %w", c, err)
+			}
 		}
 	}
 	// no_new_privs holds for the thread and its children even without

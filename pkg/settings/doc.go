@@ -1,6 +1,6 @@
 // Package settings reads the parts of a Claude Code settings.json file that
-// toolwire uses: permission rules and mode, and the PreToolUse and
-// PostToolUse hooks.
+// toolwire uses: permission rules and mode, the PreToolUse and PostToolUse
+// hooks, and the file system lists of the sandbox.
 //
 //	{
 //	  "permissions": {
@@ -15,6 +15,12 @@
 //	      {"matcher": "Edit|Write",
 //	       "hooks": [{"type": "command", "command": "gofmt -w \"$FILE\"", "timeout": 30}]}
 //	    ]
+//	  },
+//	  "sandbox": {
+//	    "filesystem": {
+//	      "allowWrite": ["~/.cache/my-tool"],
+//	      "denyRead":   ["~/.config/my-cloud/**"]
+//	    }
 //	  }
 //	}
 //

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,6 +24,73 @@ type Settings struct {
 	Permissions Permissions
 	// Hooks are the hook matchers of each event, in file order.
 	Hooks map[Event][]HookMatcher
+	// Sandbox is what the "sandbox" object says about the file system.
+	Sandbox Sandbox
+}
+
+// Sandbox is the part of Claude Code's "sandbox" object that toolwire's
+// sandbox honours: the lists of "sandbox.filesystem". Paths are kept as
+// written ("//abs", "/abs", "~/in/home", "relative"); Resolve makes them
+// absolute. The executor's configuration applies them (pkg/execsvc);
+// they concern the executor that runs in-process, or the one whose own
+// settings file holds them, never a session's settings on the wire.
+type Sandbox struct {
+	// AllowWrite are further paths processes may write (each with what
+	// lies beneath), besides the workspace, the temp dir, --add-dir
+	// directories and the tool caches.
+	AllowWrite []string
+	// DenyWrite are paths processes must not write. They hold unless one
+	// lies in a directory processes may write: Landlock cannot take a
+	// right back from part of a granted directory, so such a session is
+	// refused.
+	DenyWrite []string
+	// DenyRead are deny patterns added to the executor's deny list: file
+	// tools refuse them and processes can neither read nor write them.
+	DenyRead []string
+	// AllowRead are paths taken out of the deny list: a deny pattern that
+	// names a path at or beneath one of them is dropped. Processes may
+	// read them too (which matters outside the development profile).
+	AllowRead []string
+}
+
+// Merge returns s with the lists of o appended, as Claude Code merges the
+// sandbox lists of its settings files.
+func (s Sandbox) Merge(o Sandbox) Sandbox {
+	return Sandbox{
+		AllowWrite: slices.Concat(s.AllowWrite, o.AllowWrite),
+		DenyWrite:  slices.Concat(s.DenyWrite, o.DenyWrite),
+		DenyRead:   slices.Concat(s.DenyRead, o.DenyRead),
+		AllowRead:  slices.Concat(s.AllowRead, o.AllowRead),
+	}
+}
+
+// Resolve returns s with every path absolute: "//" and "/" start at the
+// file system root, "~" and "~/" at home, and anything else is relative to
+// base (the project directory). Claude Code reads "/x" in some versions as
+// relative to the settings file's directory; "//x" means the root in both.
+func (s Sandbox) Resolve(home, base string) Sandbox {
+	conv := func(in []string) []string {
+		var out []string
+		for _, p := range in {
+			out = append(out, resolvePath(p, home, base))
+		}
+		return out
+	}
+	return Sandbox{AllowWrite: conv(s.AllowWrite), DenyWrite: conv(s.DenyWrite), DenyRead: conv(s.DenyRead), AllowRead: conv(s.AllowRead)}
+}
+
+func resolvePath(p, home, base string) string {
+	switch {
+	case strings.HasPrefix(p, "//"):
+		return "/" + strings.TrimLeft(p, "/")
+	case strings.HasPrefix(p, "/"):
+		return p
+	case p == "~":
+		return home
+	case strings.HasPrefix(p, "~/"):
+		return filepath.Join(home, p[2:])
+	}
+	return filepath.Join(base, p)
 }
 
 // Permissions is the "permissions" object.
@@ -134,6 +203,16 @@ type fileSettings struct {
 		PreToolUse  []fileMatcher `json:"PreToolUse"`
 		PostToolUse []fileMatcher `json:"PostToolUse"`
 	} `json:"hooks"`
+	// Other keys of "sandbox" (enabled, network, excludedCommands, ...)
+	// are not read.
+	Sandbox struct {
+		Filesystem struct {
+			AllowWrite []string `json:"allowWrite"`
+			DenyWrite  []string `json:"denyWrite"`
+			DenyRead   []string `json:"denyRead"`
+			AllowRead  []string `json:"allowRead"`
+		} `json:"filesystem"`
+	} `json:"sandbox"`
 }
 
 type filePermissions struct {
@@ -175,6 +254,8 @@ func ParseSettings(data []byte) (Settings, error) {
 				err: fmt.Errorf(`%q is not a known value; the only one is "disable"`, p.DisableBypassPermissionsMode)})
 		}
 	}
+	fsys := f.Sandbox.Filesystem
+	s.Sandbox = Sandbox{AllowWrite: fsys.AllowWrite, DenyWrite: fsys.DenyWrite, DenyRead: fsys.DenyRead, AllowRead: fsys.AllowRead}
 	for _, ev := range Events {
 		matchers := f.Hooks.PreToolUse
 		if ev == PostToolUse {
@@ -285,6 +366,17 @@ func (s Settings) problems() []problem {
 				if h.Timeout < 0 {
 					out = append(out, problem{path: []any{"hooks", string(ev), i, "hooks", j, "timeout"}, err: errors.New("negative timeout")})
 				}
+			}
+		}
+	}
+	paths := []struct {
+		key   string
+		paths []string
+	}{{"allowWrite", s.Sandbox.AllowWrite}, {"denyWrite", s.Sandbox.DenyWrite}, {"denyRead", s.Sandbox.DenyRead}, {"allowRead", s.Sandbox.AllowRead}}
+	for _, l := range paths {
+		for i, p := range l.paths {
+			if strings.TrimSpace(p) == "" {
+				out = append(out, problem{path: []any{"sandbox", "filesystem", l.key, i}, err: errors.New("empty path")})
 			}
 		}
 	}

@@ -69,6 +69,9 @@ type Env struct {
 	SessionID string
 	// Files gives traversal-safe access to the session's allowed roots.
 	Files *workspace.Workspace
+	// AddDirs are directories the session works in besides the workspace
+	// (--add-dir); permission modes treat them as the workspace.
+	AddDirs []string
 	// Procs starts confined processes for the session.
 	Procs *sandbox.Runner
 	// TempDir is the session's private scratch directory (also TMPDIR of

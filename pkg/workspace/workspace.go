@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,9 +26,14 @@ type Config struct {
 	ReadOnly []string
 	// Deny are glob patterns of paths refused even inside the roots, matched
 	// against absolute paths ("**" spans directories, wildcards match dot
-	// files). A pattern without a leading "/" or "**/" matches at any depth.
-	// Nil means DefaultDeny(); an empty, non-nil slice denies nothing.
+	// files). A pattern starting with "~/" is anchored at Home; one without
+	// a leading "/", "~/" or "**/" matches at any depth. Nil means
+	// DefaultDeny(); an empty, non-nil slice denies nothing. The sandbox
+	// keeps processes out of the same list (see DenyLocations).
 	Deny []string
+	// Home is the home directory "~" stands for, in paths and deny
+	// patterns; empty means the service's own ($HOME).
+	Home string
 	// AllowHardLinks lets files with more than one hard link be read and
 	// written.
 	AllowHardLinks bool
@@ -42,17 +48,38 @@ type Config struct {
 }
 
 // DefaultDeny returns the deny patterns used when Config.Deny is nil: keys,
-// credentials and secrets files that a coding agent has no business reading.
+// credentials and secrets files that a coding agent has no business reading,
+// for the file tools and, where DenyLocations can place them, for processes.
+// Names that are secret wherever they are (".ssh", ".aws", ".netrc", key
+// files) match at any depth; files that hold secrets only in a home
+// directory (".npmrc", browser profiles) are anchored there ("~/"), so a
+// project's own .npmrc stays editable.
 func DefaultDeny() []string {
 	return []string{
 		"**/.ssh/**",
 		"**/.gnupg/**",
 		"**/.aws/**",
-		"**/.docker/config.json",
+		"**/.azure/**",
+		"**/.config/gcloud/**",
 		"**/.kube/config",
+		"~/.kube/**",
+		"**/.docker/config.json",
+		"**/.local/share/keyrings/**",
+		"**/.password-store/**",
 		"**/.netrc",
 		"**/.git-credentials",
+		"**/.config/git/credentials",
+		"**/.config/gh/hosts.yml",
 		"**/.pypirc",
+		"**/.cargo/credentials",
+		"**/.cargo/credentials.toml",
+		"**/.gem/credentials",
+		"**/.vault-token",
+		"**/.claude/.credentials.json",
+		"~/.npmrc",
+		"~/.mozilla/**",
+		"~/.config/google-chrome/**",
+		"~/.config/chromium/**",
 		"**/.env",
 		"**/*.pem",
 		"**/*.p12",
@@ -61,7 +88,91 @@ func DefaultDeny() []string {
 		"**/id_dsa*",
 		"**/id_ecdsa*",
 		"**/id_ed25519*",
+		"/etc/shadow",
+		"/etc/shadow-",
+		"/etc/gshadow",
+		"/etc/gshadow-",
+		"/etc/sudoers",
+		"/etc/sudoers.d/**",
+		"/etc/ssh/ssh_host_*key",
+		"/etc/ssl/private/**",
+		"/run/secrets/**",
 	}
+}
+
+// anchorPattern returns pattern as the workspace matches it: "~/" replaced
+// by home, and a pattern without an anchor made to match at any depth.
+func anchorPattern(pattern, home string) string {
+	switch {
+	case pattern == "~" || strings.HasPrefix(pattern, "~/"):
+		return strings.TrimSuffix(home, "/") + pattern[1:]
+	case strings.HasPrefix(pattern, "/"), strings.HasPrefix(pattern, "**/"):
+		return pattern
+	}
+	return "**/" + pattern
+}
+
+// homeDir returns home, or the service's home directory when empty.
+func homeDir(home string) string {
+	if home != "" {
+		return home
+	}
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// DenyLocations returns the places of the file system that deny patterns
+// name, for keeping processes out of them: the sandbox cannot match
+// patterns, only refuse paths. An anchored pattern ("/etc/shadow",
+// "~/.npmrc", "/etc/ssh/ssh_host_*key") names its path; one that matches at
+// any depth ("**/.ssh/**", "**/id_rsa*") is placed in each of homes, the
+// home directories. A trailing "/**" names the directory itself. Segments
+// with wildcards are matched against what the directory holds now;
+// literal paths are returned whether they exist or not, so that one made
+// later is still kept out. A pattern with "**" or "{" elsewhere (say
+// "/srv/**/*.key") has no place and guards the file tools only.
+func DenyLocations(patterns []string, home string, homes []string) []string {
+	home = homeDir(home)
+	seen := map[string]bool{}
+	var out []string
+	for _, pat := range patterns {
+		pat = anchorPattern(pat, home)
+		anchors := []string{"/"}
+		if rest, ok := strings.CutPrefix(pat, "**/"); ok {
+			anchors, pat = homes, rest
+		}
+		segs := strings.Split(strings.Trim(pat, "/"), "/")
+		if segs[len(segs)-1] == "**" {
+			segs = segs[:len(segs)-1]
+		}
+		if slices.Contains(segs, "**") || strings.Contains(pat, "{") {
+			continue
+		}
+		cur := anchors
+		for _, seg := range segs {
+			var next []string
+			for _, dir := range cur {
+				if !strings.ContainsAny(seg, `*?[\`) {
+					next = append(next, filepath.Join(dir, seg))
+					continue
+				}
+				entries, _ := os.ReadDir(dir)
+				for _, e := range entries {
+					if ok, _ := path.Match(seg, e.Name()); ok {
+						next = append(next, filepath.Join(dir, e.Name()))
+					}
+				}
+			}
+			cur = next
+		}
+		for _, p := range cur {
+			if !seen[p] && p != "/" {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // Workspace is the set of directories one session's file tools may reach.
@@ -74,7 +185,8 @@ type Workspace struct {
 	allowHardLinks bool
 	durable        bool
 	log            *slog.Logger
-	escapeErr      error // what os.Root returns for a path leaving it
+	home           string // what "~" stands for
+	escapeErr      error  // what os.Root returns for a path leaving it
 }
 
 // root is one allowed directory.
@@ -104,6 +216,7 @@ func New(cfg Config) (*Workspace, error) {
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
+	w.home = homeDir(cfg.Home)
 	if cfg.Dir == "" || !filepath.IsAbs(cfg.Dir) {
 		return nil, fmt.Errorf("workspace: working directory %q is not an absolute path", cfg.Dir)
 	}
@@ -171,9 +284,7 @@ func (w *Workspace) compileDeny(patterns []string) error {
 		patterns = DefaultDeny()
 	}
 	for _, s := range patterns {
-		if !strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "**/") {
-			s = "**/" + s
-		}
+		s = anchorPattern(s, w.home)
 		p, err := glob.Compile(s, glob.MatchDot())
 		if err != nil {
 			return fmt.Errorf("workspace: deny pattern: %w", err)
@@ -253,10 +364,8 @@ func (w *Workspace) Resolve(path, cwd string) (Path, error) {
 	if path == "" {
 		return Path{}, errors.New("workspace: empty path")
 	}
-	if path == "~" || strings.HasPrefix(path, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			path = home + path[1:]
-		}
+	if (path == "~" || strings.HasPrefix(path, "~/")) && w.home != "" {
+		path = w.home + path[1:]
 	}
 	if !filepath.IsAbs(path) {
 		if cwd == "" {

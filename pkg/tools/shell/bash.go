@@ -232,6 +232,9 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 	default:
 		txt, res.Truncation = successText(snap, limits.MaxOutputChars, outPath)
 	}
+	if res.IsError {
+		txt = withNetworkNote(env, txt, snap)
+	}
 	if note != "" {
 		if strings.HasPrefix(txt, "(Bash completed") {
 			txt = note
