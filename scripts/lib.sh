@@ -65,6 +65,25 @@ buf() {
 	go tool -modfile=tools/go.mod buf "$@"
 }
 
+# generate writes gen/ under the directory $1 (default: the repository
+# root), all of it derived from proto/ and go.mod:
+#   - Go and Python stubs of the contract (buf.gen.yaml, which empties gen/
+#     first);
+#   - gen/descriptor/toolwire.binpb, the contract as a buf image (a
+#     FileDescriptorSet with comments), from which clients in languages
+#     not generated here are made (see buf.gen.ts.yaml);
+#   - gen/descriptor/google-rpc.binpb, google.rpc.Status and ErrorInfo as
+#     the Go module in go.mod has them, and their Python classes
+#     (buf.gen.googlerpc.yaml), which clients need to read error reasons.
+generate() {
+	local out="${1:-.}"
+	buf generate -o "$out"
+	mkdir -p "$out/gen/descriptor"
+	buf build -o "$out/gen/descriptor/toolwire.binpb"
+	go run ./internal/googlerpc -o "$out/gen/descriptor/google-rpc.binpb"
+	buf generate "$out/gen/descriptor/google-rpc.binpb" --template buf.gen.googlerpc.yaml --path google/rpc -o "$out"
+}
+
 # check_protoc fails unless /usr/bin/protoc is the release gen/python was made
 # with, since any other release would rewrite the committed stubs.
 check_protoc() {

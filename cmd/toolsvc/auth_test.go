@@ -137,22 +137,23 @@ func TestCallAuthentication(t *testing.T) {
 		server string
 		args   []string
 		want   string // gRPC code in the error; "" for success
+		reason string // the refusal's reason, which the message names
 	}{
-		{"TLS", "tls", []string{"--tls-ca", p.ca.CertFile}, ""},
-		{"mutual TLS", "mtls", append([]string{"--tls-ca", p.ca.CertFile}, clientCert...), ""},
-		{"token over TLS", "token", []string{"--tls-ca", p.ca.CertFile, "--token-file", p.token}, ""},
-		{"token over a unix socket", "unix", []string{"--token-file", p.token}, ""},
+		{"TLS", "tls", []string{"--tls-ca", p.ca.CertFile}, "", ""},
+		{"mutual TLS", "mtls", append([]string{"--tls-ca", p.ca.CertFile}, clientCert...), "", ""},
+		{"token over TLS", "token", []string{"--tls-ca", p.ca.CertFile, "--token-file", p.token}, "", ""},
+		{"token over a unix socket", "unix", []string{"--token-file", p.token}, "", ""},
 
-		{"wrong CA", "tls", []string{"--tls-ca", p.other.CertFile}, "Unavailable"},
-		{"expired server certificate", "expired", []string{"--tls-ca", p.ca.CertFile}, "Unavailable"},
-		{"plaintext client, TLS server", "tls", []string{"--insecure"}, "Unavailable"},
-		{"TLS client, plaintext server", "plain", []string{"--tls-ca", p.ca.CertFile}, "Unavailable"},
-		{"no client certificate", "mtls", []string{"--tls-ca", p.ca.CertFile}, "Unauthenticated"},
-		{"client certificate from another CA", "mtls", []string{"--tls-ca", p.ca.CertFile, "--tls-cert", p.otherCient.CertFile, "--tls-key", p.otherCient.KeyFile}, "Unauthenticated"},
-		{"missing token", "token", []string{"--tls-ca", p.ca.CertFile}, "Unauthenticated"},
-		{"wrong token", "token", []string{"--tls-ca", p.ca.CertFile, "--token-file", p.wrongToken}, "Unauthenticated"},
-		{"missing token over a unix socket", "unix", nil, "Unauthenticated"},
-		{"wrong token over a unix socket", "unix", []string{"--token-file", p.wrongToken}, "Unauthenticated"},
+		{"wrong CA", "tls", []string{"--tls-ca", p.other.CertFile}, "Unavailable", ""},
+		{"expired server certificate", "expired", []string{"--tls-ca", p.ca.CertFile}, "Unavailable", ""},
+		{"plaintext client, TLS server", "tls", []string{"--insecure"}, "Unavailable", ""},
+		{"TLS client, plaintext server", "plain", []string{"--tls-ca", p.ca.CertFile}, "Unavailable", ""},
+		{"no client certificate", "mtls", []string{"--tls-ca", p.ca.CertFile}, "Unauthenticated", "(CLIENT_CERT_REQUIRED)"},
+		{"client certificate from another CA", "mtls", []string{"--tls-ca", p.ca.CertFile, "--tls-cert", p.otherCient.CertFile, "--tls-key", p.otherCient.KeyFile}, "Unauthenticated", "(CLIENT_CERT_INVALID)"},
+		{"missing token", "token", []string{"--tls-ca", p.ca.CertFile}, "Unauthenticated", "(TOKEN_MISSING)"},
+		{"wrong token", "token", []string{"--tls-ca", p.ca.CertFile, "--token-file", p.wrongToken}, "Unauthenticated", "(TOKEN_INVALID)"},
+		{"missing token over a unix socket", "unix", nil, "Unauthenticated", "(TOKEN_MISSING)"},
+		{"wrong token over a unix socket", "unix", []string{"--token-file", p.wrongToken}, "Unauthenticated", "(TOKEN_INVALID)"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,8 +171,8 @@ func TestCallAuthentication(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(stderr.String(), "code = "+tt.want) {
-				t.Fatalf("got %v, want a refusal with code %s\nstdout: %s\nstderr: %s", err, tt.want, stdout.String(), stderr.String())
+			if err == nil || !strings.Contains(stderr.String(), "code = "+tt.want) || !strings.Contains(stderr.String(), tt.reason) {
+				t.Fatalf("got %v, want a refusal with code %s %s\nstdout: %s\nstderr: %s", err, tt.want, tt.reason, stdout.String(), stderr.String())
 			}
 			if statErr == nil {
 				t.Fatalf("the refused call ran: %s exists", marker)

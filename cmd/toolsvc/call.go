@@ -157,7 +157,7 @@ Flags:
 	}
 	results, err := runCalls(ctx, client, open, uses, answer, progressWriter(*progress, stderr))
 	if err != nil {
-		return err
+		return explainRefusal(err)
 	}
 	blocks := make([]execgrpc.ToolResultBlock, 0, len(results))
 	for _, r := range results {

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -261,35 +262,63 @@ func testBudget(t *testing.T) time.Duration {
 // instead, for trying the example against another build.
 func buildToolsvc(ctx context.Context, t *testing.T, dir string) string {
 	t.Helper()
-	if bin := os.Getenv("TOOLWIRE_TOOLSVC"); bin != "" {
-		return bin
+	return build(ctx, t, dir, "toolsvc", os.Getenv("TOOLWIRE_TOOLSVC"))
+}
+
+// build builds ./cmd/name into dir, with the race detector when this test
+// binary has it, and returns the binary; a non-empty ready is returned
+// instead.
+func build(ctx context.Context, t *testing.T, dir, name, ready string) string {
+	t.Helper()
+	if ready != "" {
+		return ready
 	}
-	bin := filepath.Join(dir, "toolsvc")
+	bin := filepath.Join(dir, name)
 	args := []string{"build", "-o", bin}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	args = append(args, "github.com/toolwire/toolwire/cmd/toolsvc")
+	args = append(args, "github.com/toolwire/toolwire/cmd/"+name)
 	if out, err := exec.CommandContext(ctx, "go", args...).CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return bin
 }
 
-// startServer starts `toolsvc serve` on the unix socket sock and waits until
-// it accepts connections. At cleanup it stops the server by PID (SIGTERM,
-// then SIGKILL if it lingers) and fails the test if the server reported a
-// data race or left processes behind.
-func startServer(ctx context.Context, t *testing.T, bin, sock, root string) {
+// startServer starts `toolsvc serve` on the unix socket sock, with extra
+// flags, and waits until it accepts connections (see startProcess).
+func startServer(ctx context.Context, t *testing.T, bin, sock, root string, extra ...string) {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--listen", "unix://"+sock, "--root", root)
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "unix://" + sock, "--root", root}, extra...)...)
+	startProcess(ctx, t, "toolsvc", cmd, sock)
+}
+
+// leftoverChecks holds the tests that check for leftover processes once
+// their servers are stopped.
+var leftoverChecks sync.Map // *testing.T -> struct{}
+
+// startProcess starts the server cmd and waits until it accepts
+// connections on the unix socket sock. At cleanup it stops the server by
+// PID (SIGTERM, then SIGKILL if it lingers) and fails the test if the
+// server reported a data race; once every server of the test is stopped,
+// it fails the test for processes they left behind.
+func startProcess(ctx context.Context, t *testing.T, name string, cmd *exec.Cmd, sock string) {
+	t.Helper()
+	if _, loaded := leftoverChecks.LoadOrStore(t, struct{}{}); !loaded {
+		// Registered before the first server's stop, so it runs after
+		// the last one's.
+		t.Cleanup(func() {
+			leftoverChecks.Delete(t)
+			killLeftovers(t)
+		})
+	}
 	var logs testkit.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	// A process the server leaves behind may hold the log pipe open; do not
 	// let it keep Wait from returning.
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start toolsvc: %v", err)
+		t.Fatalf("start %s: %v", name, err)
 	}
 	pid := cmd.Process.Pid
 	exited := make(chan struct{})
@@ -301,23 +330,22 @@ func startServer(ctx context.Context, t *testing.T, bin, sock, root string) {
 
 	t.Cleanup(func() {
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("SIGTERM toolsvc (pid %d): %v", pid, err)
+			t.Errorf("SIGTERM %s (pid %d): %v", name, pid, err)
 		}
 		select {
 		case <-exited:
 		case <-time.After(30 * time.Second):
-			t.Errorf("toolsvc (pid %d) still running 30s after SIGTERM; killing it", pid)
+			t.Errorf("%s (pid %d) still running 30s after SIGTERM; killing it", name, pid)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			<-exited
 		}
-		t.Logf("toolsvc exited: %v", waitErr)
+		t.Logf("%s exited: %v", name, waitErr)
 		if strings.Contains(logs.String(), "WARNING: DATA RACE") {
-			t.Errorf("toolsvc reported a data race:\n%s", logs.String())
+			t.Errorf("%s reported a data race:\n%s", name, logs.String())
 		}
 		if t.Failed() {
-			t.Logf("toolsvc log:\n%s", logs.String())
+			t.Logf("%s log:\n%s", name, logs.String())
 		}
-		killLeftovers(t)
 	})
 
 	for {
@@ -328,16 +356,16 @@ func startServer(ctx context.Context, t *testing.T, bin, sock, root string) {
 		}
 		select {
 		case <-exited:
-			t.Fatalf("toolsvc exited before listening: %v\n%s", waitErr, logs.String())
+			t.Fatalf("%s exited before listening: %v\n%s", name, waitErr, logs.String())
 		case <-ctx.Done():
-			t.Fatalf("toolsvc did not listen on %s: %v\n%s", sock, ctx.Err(), logs.String())
+			t.Fatalf("%s did not listen on %s: %v\n%s", name, sock, ctx.Err(), logs.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
 // killLeftovers fails the test for every process still parented to this
-// one (orphans of the server land here, see TestMain) and kills it by PID.
+// one (orphans of the servers land here, see TestMain) and kills it by PID.
 func killLeftovers(t *testing.T) {
 	t.Helper()
 	self := os.Getpid()

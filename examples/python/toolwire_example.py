@@ -34,6 +34,7 @@ sys.path.insert(
 
 import grpc  # noqa: E402
 
+import toolwire_errors  # noqa: E402
 from toolwire.executor.v1 import executor_pb2 as pb  # noqa: E402
 from toolwire.executor.v1 import executor_pb2_grpc as pb_grpc  # noqa: E402
 
@@ -270,7 +271,7 @@ def run(address, deadline_s, verbose, mcp_command=None):
                 ev = session.next_event(min(remaining(), 5.0))
                 if isinstance(ev, _StreamEnd):
                     if ev.error is not None:
-                        raise ProtocolError(f"stream ended with {ev.error.code()}: {ev.error.details()}")
+                        raise ProtocolError(f"stream ended with {toolwire_errors.describe(ev.error)}")
                     break
                 handle(ev)
         except queue.Empty:
@@ -295,7 +296,9 @@ def main(argv=None):
     except ProtocolError as err:
         print(f"protocol error: {err}", file=sys.stderr)
     except grpc.RpcError as err:
-        print(f"rpc failed: {err.code()}: {err.details()}", file=sys.stderr)
+        # The reason (docs/protocol.md) says what happened, e.g. TOKEN_MISSING
+        # or DRAINING; the message is for people.
+        print(f"rpc failed: {toolwire_errors.describe(err)}", file=sys.stderr)
     except queue.Empty:
         print("timed out waiting for the executor", file=sys.stderr)
     return 1

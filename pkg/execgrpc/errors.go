@@ -7,39 +7,73 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/executor"
+	"github.com/toolwire/toolwire/pkg/permission"
+	"github.com/toolwire/toolwire/pkg/rpcerr"
 )
 
-// errSuperseded ends a stream whose session another stream resumed.
-var errSuperseded = errors.New("another stream resumed this session")
+// Errors of the Execute protocol itself, found by the edge.
+var (
+	// errFirstMessage: the stream's first message is neither Open nor
+	// Resume.
+	errFirstMessage = errors.New("protocol violation")
+	// errUnexpectedMessage: Open or Resume after the first message.
+	errUnexpectedMessage = errors.New("protocol violation")
+	// errSuperseded ends a stream whose session another stream resumed.
+	errSuperseded = errors.New("another stream resumed this session")
+)
 
-// toStatus maps an error of the executor to a gRPC status error. It is the
-// only place that chooses status codes for ExecutorService.
-func toStatus(err error) error {
+// toStatus maps an error of the executor to a gRPC status error with a
+// reason (pkg/rpcerr) and the metadata kv, key and value pairs such as
+// "session_id", id. It is the only place that chooses status codes and
+// reasons for ExecutorService.
+func toStatus(err error, kv ...string) error {
 	if err == nil {
 		return nil
 	}
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	code := codes.Internal
+	code, reason := codes.Internal, rpcerr.Internal
 	switch {
 	case errors.Is(err, executor.ErrDraining):
-		code = codes.Unavailable
+		code, reason = codes.Unavailable, rpcerr.Draining
 	case errors.Is(err, executor.ErrSessionExists):
-		code = codes.AlreadyExists
+		code, reason = codes.AlreadyExists, rpcerr.SessionExists
 	case errors.Is(err, executor.ErrSessionNotFound):
-		code = codes.NotFound
-	case errors.Is(err, executor.ErrInvalidToolUse), errors.Is(err, errProtocol), errors.Is(err, executor.ErrInvalidSettings):
-		code = codes.InvalidArgument
-	case errors.Is(err, executor.ErrSessionClosed), errors.Is(err, executor.ErrSessionSetup):
-		code = codes.FailedPrecondition
+		code, reason = codes.NotFound, rpcerr.SessionNotFound
+	case errors.Is(err, errFirstMessage):
+		code, reason = codes.InvalidArgument, rpcerr.InvalidFirstMessage
+	case errors.Is(err, errUnexpectedMessage):
+		code, reason = codes.InvalidArgument, rpcerr.UnexpectedMessage
+	case errors.Is(err, executor.ErrInvalidToolUse):
+		code, reason = codes.InvalidArgument, rpcerr.InvalidToolUse
+	case errors.Is(err, permission.ErrBypassDisabled):
+		code, reason = codes.InvalidArgument, rpcerr.PermissionModeDisabled
+	case errors.Is(err, executor.ErrInvalidSettings):
+		code, reason = codes.InvalidArgument, rpcerr.InvalidOpen
+	case errors.Is(err, executor.ErrInvalidWorkspace):
+		code, reason = codes.FailedPrecondition, rpcerr.WorkspaceInvalid
+	case errors.Is(err, executor.ErrSessionSetup):
+		code, reason = codes.FailedPrecondition, rpcerr.SessionSetupFailed
+	case errors.Is(err, executor.ErrSessionClosed):
+		code, reason = codes.FailedPrecondition, rpcerr.SessionClosed
 	case errors.Is(err, errSuperseded):
-		code = codes.Aborted
+		code, reason = codes.Aborted, rpcerr.SessionSuperseded
 	case errors.Is(err, context.DeadlineExceeded):
-		code = codes.DeadlineExceeded
+		code, reason = codes.DeadlineExceeded, rpcerr.DeadlineExceeded
 	case errors.Is(err, context.Canceled):
-		code = codes.Canceled
+		code, reason = codes.Canceled, rpcerr.Canceled
 	}
-	return status.Error(code, err.Error())
+	return rpcerr.Error(code, reason, err.Error(), kv...)
+}
+
+// requestedSession is the session id the first message of a stream names,
+// "" when it names none.
+func requestedSession(first *executorv1.ExecuteRequest) string {
+	if id := first.GetOpen().GetSessionId(); id != "" {
+		return id
+	}
+	return first.GetResume().GetSessionId()
 }

@@ -136,14 +136,16 @@ func newHarness(t *testing.T, cfg executor.Config) *harness {
 	if cfg.Operator.Permissions.DefaultMode == "" {
 		cfg.Operator.Permissions.DefaultMode = permission.ModeBypass
 	}
-	cfg.NewEnv = func(ctx context.Context, id, dir string) (*tool.Env, executor.SandboxInfo, error) {
-		ws, err := workspace.New(workspace.Config{Dir: t.TempDir()})
-		if err != nil {
-			return nil, executor.SandboxInfo{}, err
+	if cfg.NewEnv == nil {
+		cfg.NewEnv = func(ctx context.Context, id, dir string) (*tool.Env, executor.SandboxInfo, error) {
+			ws, err := workspace.New(workspace.Config{Dir: t.TempDir()})
+			if err != nil {
+				return nil, executor.SandboxInfo{}, err
+			}
+			env := &tool.Env{SessionID: id, Files: ws, Limits: tool.Limits{}.WithDefaults(), Reads: tool.NewFileState()}
+			env.OnClose(func() { _ = ws.Close() })
+			return env, executor.SandboxInfo{Backend: "none"}, nil
 		}
-		env := &tool.Env{SessionID: id, Files: ws, Limits: tool.Limits{}.WithDefaults(), Reads: tool.NewFileState()}
-		env.OnClose(func() { _ = ws.Close() })
-		return env, executor.SandboxInfo{Backend: "none"}, nil
 	}
 	ex, err := executor.New(cfg)
 	if err != nil {

@@ -13,9 +13,6 @@ import (
 	"github.com/toolwire/toolwire/pkg/settings/settingspb"
 )
 
-// errProtocol marks a client message that breaks the Execute protocol.
-var errProtocol = errors.New("protocol violation")
-
 // Server serves ExecutorService over an Executor.
 type Server struct {
 	executorv1.UnimplementedExecutorServiceServer
@@ -73,7 +70,7 @@ func (s *Server) Execute(stream executorv1.ExecutorService_ExecuteServer) error 
 		o := m.Open
 		var set settings.Settings
 		if set, err = settingspb.FromProto(o.GetSettings()); err != nil {
-			return toStatus(fmt.Errorf("%w: %w", executor.ErrInvalidSettings, err))
+			return toStatus(fmt.Errorf("%w: %w", executor.ErrInvalidSettings, err), "session_id", o.GetSessionId(), "field", "settings")
 		}
 		sess, err = s.ex.Open(ctx, executor.OpenRequest{
 			Settings:      set,
@@ -89,14 +86,14 @@ func (s *Server) Execute(stream executorv1.ExecutorService_ExecuteServer) error 
 		resumed, after = true, m.Resume.GetLastSequence()
 		sess, err = s.ex.Session(m.Resume.GetSessionId())
 	default:
-		err = fmt.Errorf("%w: the first message must be open or resume, got %T", errProtocol, m)
+		err = fmt.Errorf("%w: the first message must be open or resume, got %T", errFirstMessage, m)
 	}
 	if err != nil {
-		return toStatus(err)
+		return toStatus(err, "session_id", requestedSession(first))
 	}
 	hello, replay, complete, readCtx, gen, err := sess.Attach(ctx, resumed, after)
 	if err != nil {
-		return toStatus(err)
+		return toStatus(err, "session_id", sess.ID())
 	}
 	defer sess.Detach(gen)
 	if !complete {
@@ -114,7 +111,7 @@ func (s *Server) Execute(stream executorv1.ExecutorService_ExecuteServer) error 
 	for {
 		ev, err := sess.Next(sendCtx)
 		if err != nil {
-			return endOfStream(ctx, err)
+			return endOfStream(ctx, sess.ID(), err)
 		}
 		if err := stream.Send(eventToProto(ev)); err != nil {
 			return err
@@ -125,16 +122,16 @@ func (s *Server) Execute(stream executorv1.ExecutorService_ExecuteServer) error 
 // endOfStream turns the reason the send loop stopped into the RPC's status:
 // the session ended (OK), the stream broke, another stream resumed the
 // session, or the client broke the protocol.
-func endOfStream(ctx context.Context, err error) error {
+func endOfStream(ctx context.Context, sessionID string, err error) error {
 	switch {
 	case errors.Is(err, executor.ErrSessionClosed):
 		return nil
 	case ctx.Err() != nil:
-		return toStatus(ctx.Err())
+		return toStatus(ctx.Err(), "session_id", sessionID)
 	case errors.Is(err, context.Canceled):
-		return toStatus(errSuperseded)
+		return toStatus(errSuperseded, "session_id", sessionID)
 	}
-	return toStatus(err)
+	return toStatus(err, "session_id", sessionID)
 }
 
 // receive reads client messages until the client half-closes or the stream
@@ -159,7 +156,7 @@ func (s *Server) receive(stream executorv1.ExecutorService_ExecuteServer, sess *
 		case *executorv1.ExecuteRequest_PermissionDecision:
 			sess.Decide(decisionFromProto(m.PermissionDecision))
 		default:
-			err = fmt.Errorf("%w: %T is only allowed as the first message", errProtocol, m)
+			err = fmt.Errorf("%w: %T is only allowed as the first message", errUnexpectedMessage, m)
 		}
 		if err != nil && !errors.Is(err, executor.ErrSessionClosed) {
 			stop(err)

@@ -286,21 +286,21 @@ func sessionDir(cfg Config, sessionID, dir string, owner int) (string, error) {
 	}
 	dir = filepath.Clean(dir)
 	if dir != cfg.Root && !strings.HasPrefix(dir, cfg.Root+string(filepath.Separator)) {
-		return "", fmt.Errorf("workspace %s is outside the executor's root %s", dir, cfg.Root)
+		return "", fmt.Errorf("%w: workspace %s is outside the executor's root %s", executor.ErrInvalidWorkspace, dir, cfg.Root)
 	}
 	if err := mkdirOwned(cfg.Root, dir, owner); err != nil {
-		return "", fmt.Errorf("workspace %s: %w", dir, err)
+		return "", fmt.Errorf("%w: workspace %s: %w", executor.ErrInvalidWorkspace, dir, err)
 	}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", fmt.Errorf("workspace %s: %w", dir, err)
+		return "", fmt.Errorf("%w: workspace %s: %w", executor.ErrInvalidWorkspace, dir, err)
 	}
 	rootReal, err := filepath.EvalSymlinks(cfg.Root)
 	if err != nil {
 		return "", fmt.Errorf("root %s: %w", cfg.Root, err)
 	}
 	if real != rootReal && !strings.HasPrefix(real, rootReal+string(filepath.Separator)) {
-		return "", fmt.Errorf("workspace %s resolves to %s, outside the executor's root", dir, real)
+		return "", fmt.Errorf("%w: workspace %s resolves to %s, outside the executor's root", executor.ErrInvalidWorkspace, dir, real)
 	}
 	return dir, nil
 }

@@ -39,6 +39,10 @@ var (
 	// up as configured (a bad workspace path, a directory the sandbox user
 	// cannot reach, ...).
 	ErrSessionSetup = errors.New("session setup failed")
+	// ErrInvalidWorkspace: the workspace a session asks for cannot be
+	// used (outside the root, or not a directory that can be made). An
+	// EnvFactory wraps it; Open's error then wraps ErrSessionSetup too.
+	ErrInvalidWorkspace = errors.New("invalid workspace")
 )
 
 // EnvFactory builds the tool environment of a new session: its workspace,

@@ -14,6 +14,7 @@ import (
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/rpcerr"
 )
 
 // Session is one conversation: its transcript, its Execute stream to an
@@ -347,12 +348,18 @@ func (s *Session) reconnect(ctx context.Context, addr string, err error) (*link,
 }
 
 // transient reports whether a failure to reach the executor may pass by
-// itself: it is unreachable or did not answer in time. Refusals
-// (authentication, permission, a bad request) do not.
+// itself: it is unreachable or did not answer in time (statuses gRPC makes
+// itself, without a reason), or it is draining and may come back.
+// Refusals (authentication, permission, a bad request) do not.
 func transient(err error) bool {
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded:
+	switch rpcerr.Reason(err) {
+	case rpcerr.Draining:
 		return true
+	case "":
+		switch status.Code(err) {
+		case codes.Unavailable, codes.DeadlineExceeded:
+			return true
+		}
 	}
 	return errors.Is(err, context.DeadlineExceeded)
 }
@@ -411,11 +418,11 @@ func (s *Session) connectTo(ctx context.Context, addr string) (*link, []model.To
 		var retry bool
 		if resume {
 			l, err = openResume(after, stale)
-			code := status.Code(err)
-			retry = code == codes.NotFound || code == codes.FailedPrecondition
+			reason := rpcerr.Reason(err)
+			retry = reason == rpcerr.SessionNotFound || reason == rpcerr.SessionClosed
 		} else {
 			l, err = open()
-			if retry = status.Code(err) == codes.AlreadyExists; retry {
+			if retry = rpcerr.Reason(err) == rpcerr.SessionExists; retry {
 				stale, after = true, 0
 			}
 		}
@@ -489,7 +496,7 @@ func (s *Session) resume(ctx context.Context, old *link) (*link, error) {
 				"after", after, "took", time.Since(start))
 			return l, nil
 		}
-		if c := status.Code(err); c == codes.NotFound || c == codes.FailedPrecondition {
+		if r := rpcerr.Reason(err); r == rpcerr.SessionNotFound || r == rpcerr.SessionClosed {
 			return nil, fmt.Errorf("the executor no longer has the session: %w", err)
 		}
 		if !time.Now().Add(pause).Before(deadline) {

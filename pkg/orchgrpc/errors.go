@@ -9,50 +9,94 @@ import (
 
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/rpcerr"
 )
 
-// toStatus is the one place where errors become gRPC status codes.
-func toStatus(err error) error {
+// Errors of the Converse protocol itself, found by the edge. Each wraps
+// orchestrator.ErrInvalid.
+var (
+	// errFirstMessage: the stream's first message is not an Attach.
+	errFirstMessage = errors.New("the first Converse message must be an Attach")
+	// errUnexpectedMessage: a second Attach, or a message kind this
+	// server does not know.
+	errUnexpectedMessage = errors.New("unexpected Converse message")
+	// errSessionEnded ends a Converse stream whose session closed.
+	errSessionEnded = errors.New("the session ended")
+)
+
+// toStatus maps an error to a gRPC status error with a reason (pkg/rpcerr)
+// and the metadata kv, key and value pairs such as "session_id", id. It is
+// the one place where errors become status codes and reasons for
+// OrchestratorService.
+func toStatus(err error, kv ...string) error {
 	if err == nil {
 		return nil
 	}
-	code := codes.Internal
+	code, reason := codes.Internal, rpcerr.Internal
 	switch {
+	case errors.Is(err, errFirstMessage):
+		code, reason = codes.InvalidArgument, rpcerr.InvalidFirstMessage
+	case errors.Is(err, errUnexpectedMessage):
+		code, reason = codes.InvalidArgument, rpcerr.UnexpectedMessage
 	case errors.Is(err, orchestrator.ErrInvalid):
-		code = codes.InvalidArgument
+		code, reason = codes.InvalidArgument, rpcerr.InvalidArgument
 	case errors.Is(err, orchestrator.ErrNotFound):
-		code = codes.NotFound
+		code, reason = codes.NotFound, rpcerr.SessionNotFound
 	case errors.Is(err, orchestrator.ErrExists):
-		code = codes.AlreadyExists
-	case errors.Is(err, orchestrator.ErrBusy), errors.Is(err, model.ErrNoCredentials):
-		code = codes.FailedPrecondition
+		code, reason = codes.AlreadyExists, rpcerr.SessionExists
+	case errors.Is(err, orchestrator.ErrBusy):
+		code, reason = codes.FailedPrecondition, rpcerr.SessionBusy
+	case errors.Is(err, model.ErrNoCredentials):
+		code, reason = codes.FailedPrecondition, rpcerr.ModelCredentialsMissing
 	case errors.Is(err, context.Canceled):
-		code = codes.Canceled
+		code, reason = codes.Canceled, rpcerr.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
-		code = codes.DeadlineExceeded
-	case clientCode(err) != codes.OK:
-		// The executor refused the caller's request (e.g. a workspace
-		// outside its root): pass its verdict on.
-		code = clientCode(err)
-	case errors.Is(err, orchestrator.ErrExecutorUnavailable), errors.Is(err, orchestrator.ErrClosed):
-		code = codes.Unavailable
+		code, reason = codes.DeadlineExceeded, rpcerr.DeadlineExceeded
+	case executorRefusal(err) != nil:
+		return passOn(err, executorRefusal(err), kv)
+	case errors.Is(err, errSessionEnded):
+		code, reason = codes.Unavailable, rpcerr.SessionClosed
+	case errors.Is(err, orchestrator.ErrExecutorUnavailable):
+		code, reason = codes.Unavailable, rpcerr.ExecutorUnavailable
+	case errors.Is(err, orchestrator.ErrClosed):
+		code, reason = codes.Unavailable, rpcerr.ShuttingDown
 	}
-	return status.Error(code, err.Error())
+	return rpcerr.Error(code, reason, err.Error(), kv...)
 }
 
-// clientCode returns the status code wrapped in err when it blames the
-// caller's request, else OK.
-func clientCode(err error) codes.Code {
+// executorRefusal returns the status wrapped in err when the executor
+// refused the request for a reason waiting does not cure (e.g. a
+// workspace outside its root, or the orchestrator's credentials), else nil.
+func executorRefusal(err error) *status.Status {
 	var se interface{ GRPCStatus() *status.Status }
 	if !errors.As(err, &se) {
-		return codes.OK
+		return nil
 	}
-	switch c := se.GRPCStatus().Code(); c {
+	switch s := se.GRPCStatus(); s.Code() {
 	case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.PermissionDenied,
 		codes.FailedPrecondition, codes.OutOfRange, codes.Unauthenticated:
-		return c
+		return s
 	}
-	return codes.OK
+	return nil
+}
+
+// passOn turns the executor's refusal ex into the orchestrator's status.
+// A refusal of the caller's request keeps the executor's code and reason
+// (WORKSPACE_INVALID, INVALID_OPEN, ...). A refusal of the orchestrator's
+// own credentials becomes EXECUTOR_REFUSED: the caller's credentials are
+// fine, and an operator must fix the orchestrator's.
+// A refusal without a reason (not from a toolwire executor) keeps its code
+// and gets EXECUTOR_REFUSED.
+func passOn(err error, ex *status.Status, kv []string) error {
+	code, reason := ex.Code(), rpcerr.Reason(ex.Err())
+	switch {
+	case code == codes.Unauthenticated || code == codes.PermissionDenied:
+		code, kv = codes.FailedPrecondition, append(kv, "executor_reason", reason)
+		reason = rpcerr.ExecutorRefused
+	case reason == "":
+		reason = rpcerr.ExecutorRefused
+	}
+	return rpcerr.Error(code, reason, err.Error(), kv...)
 }
 
 // errorKind names a Converse request failure for the Error event.

@@ -32,7 +32,7 @@ func NewServer(o *orchestrator.Orchestrator, log *slog.Logger) *Server {
 func (s *Server) CreateSession(ctx context.Context, req *orchestratorv1.CreateSessionRequest) (*orchestratorv1.CreateSessionResponse, error) {
 	sess, err := s.o.Create(ctx, req.GetSessionId(), configFromProto(req.GetConfig()))
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, toStatus(err, "session_id", req.GetSessionId())
 	}
 	return &orchestratorv1.CreateSessionResponse{Session: sessionToProto(sess.Info())}, nil
 }
@@ -41,7 +41,7 @@ func (s *Server) CreateSession(ctx context.Context, req *orchestratorv1.CreateSe
 func (s *Server) GetSession(ctx context.Context, req *orchestratorv1.GetSessionRequest) (*orchestratorv1.GetSessionResponse, error) {
 	sess, err := s.o.Session(ctx, req.GetSessionId())
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, toStatus(err, "session_id", req.GetSessionId())
 	}
 	return &orchestratorv1.GetSessionResponse{Session: sessionToProto(sess.Info())}, nil
 }
@@ -62,7 +62,7 @@ func (s *Server) ListSessions(ctx context.Context, _ *orchestratorv1.ListSession
 // DeleteSession ends a session and removes its transcript.
 func (s *Server) DeleteSession(ctx context.Context, req *orchestratorv1.DeleteSessionRequest) (*orchestratorv1.DeleteSessionResponse, error) {
 	if err := s.o.Delete(ctx, req.GetSessionId()); err != nil {
-		return nil, toStatus(err)
+		return nil, toStatus(err, "session_id", req.GetSessionId())
 	}
 	return &orchestratorv1.DeleteSessionResponse{}, nil
 }
@@ -85,11 +85,11 @@ func (s *Server) Converse(stream orchestratorv1.OrchestratorService_ConverseServ
 	}
 	attach := first.GetAttach()
 	if attach == nil {
-		return toStatus(fmt.Errorf("%w: the first Converse message must be an Attach", orchestrator.ErrInvalid))
+		return toStatus(fmt.Errorf("%w: %w, got %T", orchestrator.ErrInvalid, errFirstMessage, first.GetMsg()))
 	}
 	sess, err := s.o.Session(ctx, attach.GetSessionId())
 	if err != nil {
-		return toStatus(err)
+		return toStatus(err, "session_id", attach.GetSessionId())
 	}
 	after := attach.GetLastSequence()
 	if after == 0 {
@@ -131,7 +131,7 @@ func (s *Server) Converse(stream orchestratorv1.OrchestratorService_ConverseServ
 		stopLive()
 		<-sendErr
 		if ctx.Err() != nil {
-			return toStatus(ctx.Err())
+			return toStatus(ctx.Err(), "session_id", sess.ID())
 		}
 		return err
 	}
@@ -161,9 +161,9 @@ func (c *conversation) relay(ctx, live context.Context, sub *orchestrator.Subscr
 		ev, err := sub.Next(live)
 		switch {
 		case errors.Is(err, orchestrator.ErrClosed):
-			return toStatus(fmt.Errorf("session %s: %w", c.sess.ID(), err))
+			return toStatus(fmt.Errorf("%w: session %s: %w", errSessionEnded, c.sess.ID(), err), "session_id", c.sess.ID())
 		case err != nil && ctx.Err() != nil:
-			return toStatus(ctx.Err())
+			return toStatus(ctx.Err(), "session_id", c.sess.ID())
 		case err != nil:
 			return nil
 		}
@@ -201,9 +201,9 @@ func (c *conversation) receive() error {
 			c.log.Info("client interrupt", "reason", m.Interrupt.GetReason())
 			c.sess.Interrupt(m.Interrupt.GetReason())
 		case *orchestratorv1.ConverseRequest_Attach:
-			return toStatus(fmt.Errorf("%w: the stream is already attached", orchestrator.ErrInvalid))
+			return toStatus(fmt.Errorf("%w: %w: the stream is already attached", orchestrator.ErrInvalid, errUnexpectedMessage), "session_id", c.sess.ID())
 		default:
-			return toStatus(fmt.Errorf("%w: unknown Converse message %T", orchestrator.ErrInvalid, m))
+			return toStatus(fmt.Errorf("%w: %w %T", orchestrator.ErrInvalid, errUnexpectedMessage, m), "session_id", c.sess.ID())
 		}
 		if err != nil {
 			// A refused request is reported on this stream only; the

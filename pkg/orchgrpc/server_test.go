@@ -3,10 +3,12 @@ package orchgrpc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,12 +40,16 @@ func TestMain(m *testing.M) {
 type env struct {
 	fake   *fakeapi.Server
 	root   string
+	orch   *orchestrator.Orchestrator
 	client orchestratorv1.OrchestratorServiceClient
+
+	mu        sync.Mutex                                  // guards executors
+	executors map[string]executorv1.ExecutorServiceClient // other executors by address
 }
 
 func newEnv(t *testing.T, replies ...fakeapi.Reply) *env {
 	t.Helper()
-	e := &env{fake: fakeapi.New(t, replies...), root: sandboxtest.Dir(t)}
+	e := &env{fake: fakeapi.New(t, replies...), root: sandboxtest.Dir(t), executors: map[string]executorv1.ExecutorServiceClient{}}
 	emb, err := embedded.Start(context.Background(), embedded.Config{Root: e.root})
 	if err != nil {
 		t.Fatal(err)
@@ -59,8 +65,18 @@ func newEnv(t *testing.T, replies ...fakeapi.Reply) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	orch, err := orchestrator.New(orchestrator.Config{
-		Model:           mc,
-		Dial:            func(context.Context, string) (executorv1.ExecutorServiceClient, error) { return emb.Client(), nil },
+		Model: mc,
+		Dial: func(_ context.Context, addr string) (executorv1.ExecutorServiceClient, error) {
+			if addr == "embedded" {
+				return emb.Client(), nil
+			}
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if c := e.executors[addr]; c != nil {
+				return c, nil
+			}
+			return nil, fmt.Errorf("dial %s: connection refused", addr)
+		},
 		DefaultExecutor: "embedded",
 		Store:           st,
 	})
@@ -68,6 +84,7 @@ func newEnv(t *testing.T, replies ...fakeapi.Reply) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { orch.Close() })
+	e.orch = orch
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

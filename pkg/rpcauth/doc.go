@@ -22,7 +22,9 @@
 // Client certificates are requested during the handshake but checked by
 // the auth interceptor, so a peer with no certificate, an expired one or one
 // from another CA gets codes.Unauthenticated with a reason instead of a
-// broken connection, exactly like a missing or wrong token. When both a
+// broken connection, exactly like a missing or wrong token. The reason is
+// also in the status's ErrorInfo (pkg/rpcerr): CLIENT_CERT_REQUIRED,
+// CLIENT_CERT_INVALID, TOKEN_MISSING or TOKEN_INVALID. When both a
 // client CA and a token are configured, both are required. In every case
 // the check runs before any handler, so nothing executes for such a peer.
 //

@@ -14,12 +14,14 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/rpcauth/rpcauthtest"
+	"github.com/toolwire/toolwire/pkg/rpcerr"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 )
 
@@ -97,8 +99,8 @@ func startServer(t *testing.T, addr string, cfg *rpcauth.ServerConfig) *server {
 }
 
 // call runs one RPC of the counting service with the client config and
-// returns its status code.
-func call(t *testing.T, addr string, cfg *rpcauth.ClientConfig) (codes.Code, string) {
+// returns its status code, message and reason.
+func call(t *testing.T, addr string, cfg *rpcauth.ClientConfig) (codes.Code, string, string) {
 	t.Helper()
 	opts, err := cfg.DialOptions(addr)
 	if err != nil {
@@ -112,7 +114,7 @@ func call(t *testing.T, addr string, cfg *rpcauth.ClientConfig) (codes.Code, str
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	err = conn.Invoke(ctx, "/toolwire.test.v1.Counter/Run", &emptypb.Empty{}, &emptypb.Empty{})
-	return status.Code(err), status.Convert(err).Message()
+	return status.Code(err), status.Convert(err).Message(), rpcerr.Reason(err)
 }
 
 func TestAuthentication(t *testing.T) {
@@ -125,6 +127,7 @@ func TestAuthentication(t *testing.T) {
 		client rpcauth.ClientConfig
 		want   codes.Code
 		msg    string // part of the status message, when it matters
+		reason string // the ErrorInfo reason of a refusal by the server
 	}{
 		{name: "plaintext with --insecure", server: rpcauth.ServerConfig{Insecure: true},
 			client: rpcauth.ClientConfig{Insecure: true}, want: codes.OK},
@@ -151,21 +154,21 @@ func TestAuthentication(t *testing.T) {
 			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile}, want: codes.Unavailable},
 
 		{name: "no client certificate", server: rpcauth.ServerConfig{CertFile: p.server.CertFile, KeyFile: p.server.KeyFile, ClientCAFile: p.ca.CertFile},
-			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile}, want: codes.Unauthenticated, msg: "client certificate is required"},
+			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile}, want: codes.Unauthenticated, msg: "client certificate is required", reason: rpcerr.ClientCertRequired},
 		{name: "client certificate from another CA", server: rpcauth.ServerConfig{CertFile: p.server.CertFile, KeyFile: p.server.KeyFile, ClientCAFile: p.ca.CertFile},
-			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile, CertFile: p.otherClient.CertFile, KeyFile: p.otherClient.KeyFile}, want: codes.Unauthenticated, msg: "unknown authority"},
+			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile, CertFile: p.otherClient.CertFile, KeyFile: p.otherClient.KeyFile}, want: codes.Unauthenticated, msg: "unknown authority", reason: rpcerr.ClientCertInvalid},
 		{name: "expired client certificate", server: rpcauth.ServerConfig{CertFile: p.server.CertFile, KeyFile: p.server.KeyFile, ClientCAFile: p.ca.CertFile},
-			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile, CertFile: p.expiredClient.CertFile, KeyFile: p.expiredClient.KeyFile}, want: codes.Unauthenticated, msg: "expired"},
+			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile, CertFile: p.expiredClient.CertFile, KeyFile: p.expiredClient.KeyFile}, want: codes.Unauthenticated, msg: "expired", reason: rpcerr.ClientCertInvalid},
 		{name: "server certificate used as client certificate", server: rpcauth.ServerConfig{CertFile: p.server.CertFile, KeyFile: p.server.KeyFile, ClientCAFile: p.ca.CertFile},
-			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile, CertFile: p.serverAsCli.CertFile, KeyFile: p.serverAsCli.KeyFile}, want: codes.Unauthenticated, msg: "usage"},
+			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile, CertFile: p.serverAsCli.CertFile, KeyFile: p.serverAsCli.KeyFile}, want: codes.Unauthenticated, msg: "usage", reason: rpcerr.ClientCertInvalid},
 		{name: "mutual TLS and token, token missing", server: rpcauth.ServerConfig{CertFile: p.server.CertFile, KeyFile: p.server.KeyFile, ClientCAFile: p.ca.CertFile, TokenFile: p.token},
-			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile, CertFile: p.client.CertFile, KeyFile: p.client.KeyFile}, want: codes.Unauthenticated},
+			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile, CertFile: p.client.CertFile, KeyFile: p.client.KeyFile}, want: codes.Unauthenticated, reason: rpcerr.TokenMissing},
 		{name: "missing token", server: rpcauth.ServerConfig{CertFile: p.server.CertFile, KeyFile: p.server.KeyFile, TokenFile: p.token},
-			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile}, want: codes.Unauthenticated},
+			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile}, want: codes.Unauthenticated, reason: rpcerr.TokenMissing},
 		{name: "wrong token", server: rpcauth.ServerConfig{CertFile: p.server.CertFile, KeyFile: p.server.KeyFile, TokenFile: p.token},
-			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile, TokenFile: p.wrongToken}, want: codes.Unauthenticated, msg: "invalid bearer token"},
+			client: rpcauth.ClientConfig{CAFile: p.ca.CertFile, TokenFile: p.wrongToken}, want: codes.Unauthenticated, msg: "invalid bearer token", reason: rpcerr.TokenInvalid},
 		{name: "wrong token over a unix socket", unix: true, server: rpcauth.ServerConfig{TokenFile: p.token},
-			client: rpcauth.ClientConfig{TokenFile: p.wrongToken}, want: codes.Unauthenticated, msg: "invalid bearer token"},
+			client: rpcauth.ClientConfig{TokenFile: p.wrongToken}, want: codes.Unauthenticated, msg: "invalid bearer token", reason: rpcerr.TokenInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,9 +177,9 @@ func TestAuthentication(t *testing.T) {
 				addr = "unix://" + filepath.Join(t.TempDir(), "s.sock")
 			}
 			srv := startServer(t, addr, &tt.server)
-			code, msg := call(t, srv.addr, &tt.client)
-			if code != tt.want || !strings.Contains(msg, tt.msg) {
-				t.Fatalf("got %v %q, want %v containing %q", code, msg, tt.want, tt.msg)
+			code, msg, reason := call(t, srv.addr, &tt.client)
+			if code != tt.want || !strings.Contains(msg, tt.msg) || reason != tt.reason {
+				t.Fatalf("got %v %q (reason %q), want %v containing %q (reason %q)", code, msg, reason, tt.want, tt.msg, tt.reason)
 			}
 			wantRan := int32(0)
 			if tt.want == codes.OK {
@@ -218,8 +221,8 @@ func TestHealthOpenReflectionGuarded(t *testing.T) {
 		if tok != "" {
 			want = codes.OK
 		}
-		if status.Code(err) != want {
-			t.Errorf("reflection with token %q: %v, want %v", tok, err, want)
+		if status.Code(err) != want || (tok == "" && rpcerr.Reason(err) != rpcerr.TokenMissing) {
+			t.Errorf("reflection with token %q: %v (reason %q), want %v", tok, err, rpcerr.Reason(err), want)
 		}
 		cancel()
 		conn.Close()
@@ -315,15 +318,44 @@ func TestTokenFromEnvironment(t *testing.T) {
 
 	good := rpcauth.RegisterClientFlags(flag.NewFlagSet("c", flag.ContinueOnError), "executor-")
 	good.Getenv = getenv
-	if code, msg := call(t, srv.addr, good); code != codes.OK {
+	if code, msg, _ := call(t, srv.addr, good); code != codes.OK {
 		t.Fatalf("token from $TOOLWIRE_EXECUTOR_TOKEN: %v %s", code, msg)
 	}
 	none := rpcauth.RegisterClientFlags(flag.NewFlagSet("c", flag.ContinueOnError), "other-")
 	none.Getenv = getenv
-	if code, _ := call(t, srv.addr, none); code != codes.Unauthenticated {
+	if code, _, _ := call(t, srv.addr, none); code != codes.Unauthenticated {
 		t.Fatalf("client without a token: %v, want Unauthenticated", code)
 	}
 	if got := srv.ran.Load(); got != 1 {
 		t.Fatalf("handler ran %d times, want 1", got)
+	}
+}
+
+// TestMalformedAuthorization checks the reason of an authorization header
+// that is not "Bearer <token>": the token is invalid, not missing.
+func TestMalformedAuthorization(t *testing.T) {
+	p := newPKI(t)
+	sock := "unix://" + filepath.Join(t.TempDir(), "s.sock")
+	srv := startServer(t, sock, &rpcauth.ServerConfig{TokenFile: p.token})
+	opts, err := (&rpcauth.ClientConfig{}).DialOptions(srv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(srv.addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, header := range []string{"Basic dXNlcjpwYXNz", "s3cret-token-0123456789abcdef"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", header)
+		err := conn.Invoke(ctx, "/toolwire.test.v1.Counter/Run", &emptypb.Empty{}, &emptypb.Empty{})
+		cancel()
+		if status.Code(err) != codes.Unauthenticated || rpcerr.Reason(err) != rpcerr.TokenInvalid {
+			t.Errorf("authorization %q: %v (reason %q), want Unauthenticated with %s", header, err, rpcerr.Reason(err), rpcerr.TokenInvalid)
+		}
+	}
+	if got := srv.ran.Load(); got != 0 {
+		t.Fatalf("handler ran %d times, want 0", got)
 	}
 }

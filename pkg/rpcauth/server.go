@@ -17,9 +17,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/toolwire/toolwire/pkg/rpcerr"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 )
 
@@ -120,15 +122,18 @@ func (a *authenticator) authenticate(ctx context.Context) (context.Context, erro
 		}
 	}
 	if a.tokenSum != nil {
+		if len(metadata.ValueFromIncomingContext(ctx, "authorization")) == 0 {
+			return nil, rpcerr.Error(codes.Unauthenticated, rpcerr.TokenMissing, "a bearer token is required")
+		}
 		got, err := auth.AuthFromMD(ctx, "bearer")
 		if err != nil {
-			return nil, err
+			return nil, rpcerr.Error(codes.Unauthenticated, rpcerr.TokenInvalid, "invalid authorization header: "+status.Convert(err).Message())
 		}
 		// Hashing first makes the comparison constant-time in the
 		// length of the token too.
 		sum := sha256.Sum256([]byte(got))
 		if subtle.ConstantTimeCompare(sum[:], a.tokenSum) != 1 {
-			return nil, status.Error(codes.Unauthenticated, "invalid bearer token")
+			return nil, rpcerr.Error(codes.Unauthenticated, rpcerr.TokenInvalid, "invalid bearer token")
 		}
 	}
 	return ctx, nil
@@ -139,15 +144,15 @@ func (a *authenticator) authenticate(ctx context.Context) (context.Context, erro
 func (a *authenticator) verifyPeer(ctx context.Context) error {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
-		return status.Error(codes.Unauthenticated, "no peer information")
+		return rpcerr.Error(codes.Unauthenticated, rpcerr.ClientCertRequired, "no peer information")
 	}
 	info, ok := p.AuthInfo.(credentials.TLSInfo)
 	if !ok {
-		return status.Error(codes.Unauthenticated, "a TLS connection with a client certificate is required")
+		return rpcerr.Error(codes.Unauthenticated, rpcerr.ClientCertRequired, "a TLS connection with a client certificate is required")
 	}
 	certs := info.State.PeerCertificates
 	if len(certs) == 0 {
-		return status.Error(codes.Unauthenticated, "a client certificate is required")
+		return rpcerr.Error(codes.Unauthenticated, rpcerr.ClientCertRequired, "a client certificate is required")
 	}
 	inter := x509.NewCertPool()
 	for _, c := range certs[1:] {
@@ -157,7 +162,9 @@ func (a *authenticator) verifyPeer(ctx context.Context) error {
 		Roots: a.clientCAs, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	})
 	if err != nil {
-		return status.Errorf(codes.Unauthenticated, "client certificate %q refused: %s", certs[0].Subject.CommonName, firstLine(err.Error()))
+		return rpcerr.Error(codes.Unauthenticated, rpcerr.ClientCertInvalid,
+			fmt.Sprintf("client certificate %q refused: %s", certs[0].Subject.CommonName, firstLine(err.Error())),
+			"subject", certs[0].Subject.CommonName)
 	}
 	return nil
 }

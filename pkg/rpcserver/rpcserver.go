@@ -25,8 +25,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
-	"google.golang.org/grpc/status"
 
+	"github.com/toolwire/toolwire/pkg/rpcerr"
 	"github.com/toolwire/toolwire/pkg/telemetry"
 )
 
@@ -67,7 +67,7 @@ func New(log *slog.Logger, extra ...grpc.ServerOption) *Server {
 	})
 	recoverFn := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		log.ErrorContext(ctx, "panic in gRPC handler", "panic", p, "stack", string(debug.Stack()))
-		return status.Errorf(codes.Internal, "internal error: %v", p)
+		return rpcerr.Error(codes.Internal, rpcerr.Internal, fmt.Sprintf("internal error: %v", p))
 	})
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
 	opts := []grpc.ServerOption{

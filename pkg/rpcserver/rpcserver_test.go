@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/toolwire/toolwire/internal/testkit"
+	"github.com/toolwire/toolwire/pkg/rpcerr"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 )
 
@@ -70,8 +71,8 @@ func TestServerSpansAndLogLinesCarryTheTrace(t *testing.T) {
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "caller")
 	err = conn.Invoke(ctx, "/test.Panicky/Call", &emptypb.Empty{}, &emptypb.Empty{})
 	parent.End()
-	if status.Code(err) != codes.Internal {
-		t.Fatalf("call: %v, want Internal from the recovery handler", err)
+	if status.Code(err) != codes.Internal || rpcerr.Reason(err) != rpcerr.Internal {
+		t.Fatalf("call: %v (reason %q), want Internal from the recovery handler", err, rpcerr.Reason(err))
 	}
 	srv.Stop()
 	<-done

@@ -1,0 +1,47 @@
+package orchgrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/rpcerr"
+)
+
+// TestToStatus covers the error classes no RPC of today's server reaches
+// reliably (a busy session, missing credentials, a context ending, a bug,
+// an executor refusal without a reason); reasons_test.go reaches the
+// others through the server.
+func TestToStatus(t *testing.T) {
+	tests := []struct {
+		err    error
+		code   codes.Code
+		reason string
+	}{
+		{fmt.Errorf("session s: %w", orchestrator.ErrBusy), codes.FailedPrecondition, rpcerr.SessionBusy},
+		{model.ErrNoCredentials, codes.FailedPrecondition, rpcerr.ModelCredentialsMissing},
+		{context.Canceled, codes.Canceled, rpcerr.Canceled},
+		{fmt.Errorf("turn: %w", context.DeadlineExceeded), codes.DeadlineExceeded, rpcerr.DeadlineExceeded},
+		{errors.New("a bug"), codes.Internal, rpcerr.Internal},
+		{fmt.Errorf("%w: %w", orchestrator.ErrExecutorUnavailable, status.Error(codes.InvalidArgument, "refused")), codes.InvalidArgument, rpcerr.ExecutorRefused},
+		{fmt.Errorf("%w: %w", orchestrator.ErrExecutorUnavailable, status.Error(codes.PermissionDenied, "refused")), codes.FailedPrecondition, rpcerr.ExecutorRefused},
+		{fmt.Errorf("%w: %w", orchestrator.ErrExecutorUnavailable, status.Error(codes.Unavailable, "connection refused")), codes.Unavailable, rpcerr.ExecutorUnavailable},
+		{fmt.Errorf("%w: %w", orchestrator.ErrExecutorUnavailable, rpcerr.Error(codes.Unavailable, rpcerr.Draining, "draining")), codes.Unavailable, rpcerr.ExecutorUnavailable},
+	}
+	for _, tt := range tests {
+		err := toStatus(tt.err, "session_id", "s1")
+		if status.Code(err) != tt.code || rpcerr.Reason(err) != tt.reason || rpcerr.Metadata(err, "session_id") != "s1" {
+			t.Errorf("toStatus(%v) = %v (reason %q, metadata %v), want %v with %s and the session id",
+				tt.err, err, rpcerr.Reason(err), rpcerr.Info(err).GetMetadata(), tt.code, tt.reason)
+		}
+	}
+	if toStatus(nil) != nil {
+		t.Error("toStatus(nil) is not nil")
+	}
+}
