@@ -451,7 +451,7 @@ func TestExecuteToolSpan(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range sp.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	for k, v := range map[string]string{
 		"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "mcp__ex__meta", "gen_ai.tool.call.id": "toolu_span",
@@ -478,7 +478,7 @@ func TestExecuteToolSpan(t *testing.T) {
 func attrValue(kvs []attribute.KeyValue, key string) string {
 	for _, kv := range kvs {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

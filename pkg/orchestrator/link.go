@@ -169,9 +169,3 @@ func (l *link) close() {
 // then ends and done closes. Used when a send failed.
 func (l *link) breakOff() { l.cancel() }
 
-// drop breaks the stream at once; the executor keeps the session for its
-// retention window.
-func (l *link) drop() {
-	l.cancel()
-	<-l.done
-}
