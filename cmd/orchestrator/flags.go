@@ -74,7 +74,7 @@ type common struct {
 }
 
 func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
-	fs.StringVar(&c.model, "model", model.DefaultModel, "model name")
+	fs.StringVar(&c.model, "model", "", "model name (default: $ANTHROPIC_MODEL, else "+model.DefaultModel+")")
 	fs.IntVar(&c.maxTokens, "max-tokens", model.DefaultMaxTokens, "largest output per model request")
 	fs.IntVar(&c.maxTurns, "max-turns", orchestrator.DefaultMaxTurns, "model requests per user message before the turn stops")
 	fs.IntVar(&c.thinkingBudget, "thinking-budget", 0, "extended thinking budget in tokens (0: off)")
@@ -130,8 +130,10 @@ func (c *common) checkExecutorSecurity() error {
 
 // modelClient builds the model client from the environment and flags.
 func (c *common) modelClient(getenv func(string) string, log *slog.Logger) (*model.Client, error) {
-	cfg := model.ConfigFromEnv(getenv)
-	cfg.Model = c.model
+	cfg := model.ConfigFromEnv(getenv) // ANTHROPIC_MODEL, under --model
+	if c.model != "" {
+		cfg.Model = c.model
+	}
 	cfg.MaxTokens = c.maxTokens
 	cfg.ThinkingBudget = c.thinkingBudget
 	cfg.Logger = log

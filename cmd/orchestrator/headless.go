@@ -135,7 +135,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		sess, err = orch.Session(ctx, resume)
 	} else {
 		sess, err = orch.Create(ctx, sessionID, orchestrator.SessionConfig{
-			Model:           c.model,
+			Model:           client.Model(),
 			SystemPrompt:    systemPrompt,
 			MaxTokens:       c.maxTokens,
 			MaxTurns:        c.maxTurns,
