@@ -706,3 +706,35 @@ func TestReconfigureResumedSession(t *testing.T) {
 		t.Fatalf("stored configuration after a restart = %+v", cfg)
 	}
 }
+
+// TestInterruptKeepsPartialOutput interrupts a Bash command after it
+// printed something: the interrupted result carries that output.
+func TestInterruptKeepsPartialOutput(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(fakeapi.ToolTurn(
+		fakeapi.ToolUse("toolu_sleep", "Bash", map[string]any{"command": "echo begin-31; sleep 31.4159; echo never"}),
+	))
+	s := h.session(bypass)
+	done := make(chan *orchestrator.TurnResult, 1)
+	go func() {
+		res, _ := s.Run(context.Background(), "wait a while")
+		done <- res
+	}()
+	waitEvent(t, s, func(ev orchestrator.Event) bool {
+		return ev.Kind == orchestrator.EventProgress && strings.Contains(string(ev.Progress.GetOutput()), "begin-31")
+	})
+	s.Interrupt("user pressed Ctrl-C")
+	if res := <-done; res.StopReason != orchestrator.StopInterrupted {
+		t.Fatalf("turn = %+v", res)
+	}
+	msgs := s.Messages()
+	results, _ := toolResults(msgs[len(msgs)-1])
+	r := results["toolu_sleep"]
+	if txt := resultText(r); !isError(r) || !strings.HasPrefix(txt, "<tool_use_error>Interrupted by the user") ||
+		!strings.HasSuffix(txt, "</tool_use_error>\nbegin-31") {
+		t.Fatalf("interrupted call's result = %q", txt)
+	}
+	if pids := processesGone("31.4159"); len(pids) > 0 {
+		t.Fatalf("the interrupted command still runs: pids %v", pids)
+	}
+}
