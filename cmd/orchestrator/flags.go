@@ -80,7 +80,7 @@ func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
 	fs.IntVar(&c.thinkingBudget, "thinking-budget", 0, "extended thinking budget in tokens (0: off)")
 	fs.StringVar(&c.executor, "executor", "", `executor address: "host:port", "unix:///path", a pool as "host1:port,host2:port" or "dns:///name:port" (every address the name resolves to); empty runs one in-process`)
 	fs.DurationVar(&c.resumeWindow, "resume-window", orchestrator.DefaultResumeWindow, "how long a turn keeps trying to resume a broken executor stream before its unfinished calls are reported interrupted (capped by the executor's --retention); then, with a single --executor, how long it keeps trying to reach it again")
-	fs.StringVar(&c.settings, "settings", "", "settings file (permissions and hooks, in the shape of Claude Code's settings.json)")
+	fs.StringVar(&c.settings, "settings", "", "settings file, or inline JSON starting with '{' (permissions and hooks, in the shape of Claude Code's settings.json); -p layers it over ~/.claude/settings.json, .claude/settings.json and .claude/settings.local.json")
 	fs.StringVar(&c.sessionsDir, "sessions-dir", "", "directory of session transcripts (default $XDG_STATE_HOME/toolwire/sessions or ~/.local/state/toolwire/sessions)")
 	fs.StringVar(&c.root, "root", ".", "workspace root of the in-process executor")
 	fs.StringVar(&c.sandbox, "sandbox", sandbox.BackendLandlock, `in-process executor confinement: "landlock" or "none"`)
