@@ -411,8 +411,12 @@ func TestSignalEndsTheTurn(t *testing.T) {
 			if !errors.As(err, &ee) || ee.ExitCode() != tc.code {
 				t.Fatalf("exit %v, want %d\nstderr:\n%s", err, tc.code, log.String())
 			}
-			if pids := pidsWith(tc.tag); len(pids) > 0 {
-				t.Fatalf("the command outlived the orchestrator: pids %v", pids)
+			// Killed, the command may take a moment to leave the process
+			// table; it must not stay.
+			for deadline := time.Now().Add(10 * time.Second); len(pidsWith(tc.tag)) > 0; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the command outlived the orchestrator: pids %v", pidsWith(tc.tag))
+				}
 			}
 			if !strings.Contains(log.String(), "--resume") {
 				t.Fatalf("stderr does not say how to go on:\n%s", log.String())
