@@ -177,7 +177,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case h.outputFormat == "text":
 		out.status = newStatusLine(stderr)
 	}
-	out.init()
+	out.announce()
 	sub := sess.Subscribe(sess.LastSequence())
 	followed := make(chan struct{})
 	followCtx, stopFollow := context.WithCancel(context.WithoutCancel(ctx))

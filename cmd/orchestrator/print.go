@@ -61,8 +61,8 @@ func (p *printer) emit(v any) {
 	}
 }
 
-// init emits the stream's first event: what the session runs with.
-func (p *printer) init() {
+// announce emits the stream's first event: what the session runs with.
+func (p *printer) announce() {
 	names := []string{}
 	for _, t := range p.sess.Tools() {
 		names = append(names, t.Name)
