@@ -42,6 +42,10 @@ func readPrompt(ctx context.Context, args string, stdin io.Reader, warn io.Write
 	switch {
 	case errors.Is(err, errNoInput):
 		fmt.Fprintf(warn, "orchestrator: nothing arrived on stdin within %s; going on without it (redirect stdin from /dev/null to skip the wait)\n", stdinWait)
+	case err != nil && ctx.Err() == nil && args != "":
+		// A stdin that cannot be read (closed, say) adds nothing.
+		fmt.Fprintf(warn, "orchestrator: going on without stdin: %v\n", err)
+		in = ""
 	case err != nil:
 		return "", err
 	}
