@@ -298,8 +298,14 @@ func TestBadToolNamesAreUsageErrors(t *testing.T) {
 	// Aliases and rules of known tools pass.
 	fake.Push(fakeapi.EndTurn(fakeapi.Text("fine")))
 	r := cli{}.run(t, fake, "-p", "hi", "--sessions-dir", sessions, "--tools", "Read,BashOutput,Bash", "--allowedTools", "Bash(git log:*),KillShell")
-	if r.code != 0 {
-		t.Fatalf("known names: exit %d, %s", r.code, r.stderr)
+	if got := fake.Requests()[0].Body.Tools; r.code != 0 || len(got) != 3 {
+		t.Fatalf("known names: exit %d, %d tools offered, %s", r.code, len(got), r.stderr)
+	}
+	// --tools "" offers none.
+	fake.Push(fakeapi.EndTurn(fakeapi.Text("fine")))
+	r = cli{}.run(t, fake, "-p", "hi", "--sessions-dir", sessions, "--tools", "")
+	if got := fake.Requests()[1].Body.Tools; r.code != 0 || len(got) != 0 {
+		t.Fatalf(`--tools "": exit %d, %d tools offered, %s`, r.code, len(got), r.stderr)
 	}
 }
 
