@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/anthropics/anthropic-sdk-go v1.84.0
+	github.com/creack/pty v1.1.24
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
 	github.com/landlock-lsm/go-landlock v0.11.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0

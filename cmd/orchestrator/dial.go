@@ -15,6 +15,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
+	"github.com/toolwire/toolwire/pkg/settings"
 )
 
 // embeddedAddr names the in-process executor.
@@ -43,6 +44,16 @@ type dialer struct {
 func newDialer(cfg embedded.Config, security *rpcauth.ClientConfig, log *slog.Logger) *dialer {
 	return &dialer{embeddedCfg: cfg, security: security, log: log,
 		conns: map[string]*grpc.ClientConn{}, authority: map[string]string{}}
+}
+
+// setSandboxSettings sets the settings files' sandbox lists of the
+// in-process executor; it has no effect once the executor started.
+func (d *dialer) setSandboxSettings(s settings.Sandbox) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.emb == nil {
+		d.embeddedCfg.SandboxSettings = s
+	}
 }
 
 // Dial returns a client for addr ("embedded" or host:port).

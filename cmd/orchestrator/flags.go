@@ -112,13 +112,13 @@ type common struct {
 }
 
 func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
-	fs.StringVar(&c.model, "model", model.DefaultModel, "model name")
+	fs.StringVar(&c.model, "model", "", "model name (default: $ANTHROPIC_MODEL, else "+model.DefaultModel+")")
 	fs.IntVar(&c.maxTokens, "max-tokens", model.DefaultMaxTokens, "largest output per model request")
 	fs.IntVar(&c.maxTurns, "max-turns", orchestrator.DefaultMaxTurns, "model requests per user message before the turn stops")
 	fs.IntVar(&c.thinkingBudget, "thinking-budget", 0, "extended thinking budget in tokens (0: off)")
 	fs.StringVar(&c.executor, "executor", "", `executor address: "host:port", "unix:///path", a pool as "host1:port,host2:port" or "dns:///name:port" (every address the name resolves to); empty runs one in-process`)
 	fs.DurationVar(&c.resumeWindow, "resume-window", orchestrator.DefaultResumeWindow, "how long a turn keeps trying to resume a broken executor stream before its unfinished calls are reported interrupted (capped by the executor's --retention); then, with a single --executor, how long it keeps trying to reach it again")
-	fs.StringVar(&c.settings, "settings", "", "settings file (permissions and hooks, in the shape of Claude Code's settings.json)")
+	fs.StringVar(&c.settings, "settings", "", "settings file, or inline JSON starting with '{' (permissions and hooks, in the shape of Claude Code's settings.json); -p layers it over ~/.claude/settings.json, .claude/settings.json and .claude/settings.local.json")
 	fs.StringVar(&c.sessionsDir, "sessions-dir", "", "directory of session transcripts (default $XDG_STATE_HOME/toolwire/sessions or ~/.local/state/toolwire/sessions)")
 	fs.StringVar(&c.root, "root", ".", "workspace root of the in-process executor")
 	fs.StringVar(&c.sandbox, "sandbox", sandbox.BackendLandlock, `in-process executor confinement: "landlock" or "none"`)
@@ -185,8 +185,10 @@ func (c *common) checkExecutorSecurity() error {
 
 // modelClient builds the model client from the environment and flags.
 func (c *common) modelClient(getenv func(string) string, log *slog.Logger) (*model.Client, error) {
-	cfg := model.ConfigFromEnv(getenv)
-	cfg.Model = c.model
+	cfg := model.ConfigFromEnv(getenv) // ANTHROPIC_MODEL, under --model
+	if c.model != "" {
+		cfg.Model = c.model
+	}
 	cfg.MaxTokens = c.maxTokens
 	cfg.ThinkingBudget = c.thinkingBudget
 	cfg.Logger = log

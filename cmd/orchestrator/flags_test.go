@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"os"
@@ -92,5 +93,30 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if code := run([]string{"-p", "x", "--output-format", "yaml"}, nil, io.Discard, io.Discard, env); code == 0 {
 		t.Fatal("bad output format accepted")
+	}
+}
+
+func TestCheckToolNames(t *testing.T) {
+	defs := []*executorv1.ToolDefinition{{Name: "Bash"}, {Name: "Read"}, {Name: "TaskOutput"}, {Name: "TaskStop"}}
+	offer, hide, err := checkToolNames(defs, []string{"Read", "BashOutput", "default"}, []string{"Bash(git log:*)", "KillShell"}, []string{"Bash", "Read(./.env)", "KillShell"})
+	if err != nil || !reflect.DeepEqual(offer, []string{"Read", "TaskOutput"}) || !reflect.DeepEqual(hide, []string{"Bash", "TaskStop"}) {
+		t.Fatalf("offer %q, hide %q, %v", offer, hide, err)
+	}
+	for name, tc := range map[string]struct {
+		tools, allowed, disallowed []string
+		want                       string
+	}{
+		"unknown tool":          {tools: []string{"Grep"}, want: `--tools: unknown tool "Grep" (the executor has Bash, Read, TaskOutput, TaskStop)`},
+		"rule in --tools":       {tools: []string{"Bash(ls)"}, want: "--tools: \"Bash(ls)\" is a rule"},
+		"unknown rule tool":     {allowed: []string{"WebFetch(domain:x.com)"}, want: `--allowedTools: unknown tool "WebFetch" in "WebFetch(domain:x.com)"`},
+		"malformed rule":        {allowed: []string{"Bash(ls"}, want: `--allowedTools: rule "Bash(ls": missing ")"`},
+		"unknown disallowed":    {disallowed: []string{"Task"}, want: `--disallowedTools: unknown tool "Task"`},
+		"malformed disallowed ": {disallowed: []string{"Read)"}, want: `--disallowedTools: rule "Read)"`},
+	} {
+		_, _, err := checkToolNames(defs, tc.tools, tc.allowed, tc.disallowed)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a usage error starting %q", name, err, tc.want)
+		}
 	}
 }

@@ -3,7 +3,8 @@
 //
 //	orchestrator -p "prompt" [flags]   answer one prompt headless, like claude -p
 //	orchestrator serve [flags]         serve OrchestratorService (gRPC)
-//	orchestrator version               print the version
+//	orchestrator sessions list|rm      list or remove stored conversations
+//	orchestrator --version             print the version
 package main
 
 import (
@@ -17,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/telemetry"
 )
@@ -29,13 +32,16 @@ calls on a toolsvc executor (in-process by default, or remote with --executor).
 
 Usage:
   orchestrator -p "prompt" [flags]   answer one prompt headless and exit
+  orchestrator -c -p "prompt"        go on with the latest conversation in this directory
   orchestrator serve [flags]         serve OrchestratorService (gRPC)
-  orchestrator version               print the version
+  orchestrator sessions list|rm      list or remove stored conversations
+  orchestrator --version             print the version
 
-The model is reached with ANTHROPIC_API_KEY (required) and ANTHROPIC_BASE_URL
-(optional, for a compatible endpoint).
+The model is reached with ANTHROPIC_API_KEY (required), ANTHROPIC_BASE_URL
+(optional, for a compatible endpoint) and ANTHROPIC_MODEL (optional).
 
-Run "orchestrator -p -h" or "orchestrator serve -h" for the flags.
+Run "orchestrator -p -h" or "orchestrator serve -h" for the flags; docs/cli.md
+describes them all.
 `
 
 func main() {
@@ -50,8 +56,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
+	sig := catchSignals()
+	defer sig.stop()
+	ctx := sig.ctx
 	// Traces and metrics go where the OTEL_* environment says, if anywhere.
 	shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "orchestrator", ServiceVersion: version})
 	if err != nil {
@@ -70,19 +77,30 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	switch args[0] {
 	case "serve":
 		err = serve(ctx, args[1:], stderr, getenv)
-	case "version":
-		fmt.Fprintln(stdout, "orchestrator", version)
+	case "sessions":
+		err = sessions(args[1:], stdout, stderr)
+	case "version", "--version", "-version", "-v":
+		printVersion(stdout)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
 		code, err = headless(ctx, args, stdin, stdout, stderr, getenv)
+		if s := sig.received(); s != 0 {
+			// Like a shell, report the signal that ended the run:
+			// 130 for SIGINT, 143 for SIGTERM.
+			return 128 + int(s)
+		}
 	}
+	var ue usageError
 	switch {
 	case err == nil:
 		return code
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
+		return 2
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "orchestrator:", err)
 		return 2
 	}
 	fmt.Fprintln(stderr, "orchestrator:", err)
@@ -92,5 +110,70 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	return code
 }
 
+func printVersion(w io.Writer) { fmt.Fprintf(w, "%s (toolwire orchestrator)\n", version) }
+
 // errUsage marks a command-line mistake already reported.
 var errUsage = errors.New("usage")
+
+// usageError is a command-line mistake still to be reported: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// signals turns the first SIGINT or SIGTERM into the end of ctx, so the
+// running turn stops, its tools are killed and the transcript is saved;
+// a second one ends the process at once.
+type signals struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ch     chan os.Signal
+	done   chan struct{}
+	first  chan syscall.Signal // holds the first signal once it came
+}
+
+func catchSignals() *signals {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s := &signals{ctx: ctx, cancel: cancel, ch: make(chan os.Signal, 2), done: make(chan struct{}), first: make(chan syscall.Signal, 1)}
+	signal.Notify(s.ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		var got syscall.Signal
+		for {
+			select {
+			case <-s.done:
+				return
+			case v := <-s.ch:
+				n, _ := v.(syscall.Signal)
+				if got != 0 {
+					os.Exit(128 + int(n))
+				}
+				got = n
+				s.first <- n
+				cancel(fmt.Errorf("%w by %s", errSignaled, unix.SignalName(n)))
+			}
+		}
+	}()
+	return s
+}
+
+// errSignaled is the cause of a run ended by a signal.
+var errSignaled = errors.New("stopped")
+
+// received returns the first signal caught, or 0.
+func (s *signals) received() syscall.Signal {
+	select {
+	case n := <-s.first:
+		s.first <- n
+		return n
+	default:
+		return 0
+	}
+}
+
+func (s *signals) stop() {
+	signal.Stop(s.ch)
+	close(s.done)
+	s.cancel(nil)
+}

@@ -5,30 +5,52 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 )
 
 // printer writes a headless turn in one of the output formats: text (the
 // final answer), json (one result object) or stream-json (one JSON object
-// per line: init, each message, retries and errors, then the result).
+// per line: init, each message, retries and errors, then the result). On
+// stderr it shows, with --verbose, every tool call with its output as it
+// comes, and otherwise, in text mode on a terminal, one status line of the
+// running calls, rewritten in place.
 type printer struct {
-	format string
-	w      io.Writer
-	enc    *json.Encoder
-	sess   *orchestrator.Session
-	mode   string
-	errs   []string
+	format  string
+	w       io.Writer
+	enc     *json.Encoder
+	sess    *orchestrator.Session
+	verbose io.Writer   // tool calls and output; nil without --verbose
+	status  *statusLine // nil unless stderr is a terminal in text mode
+
+	errs    []string
+	uses    map[string]orchestrator.ToolUse // every call of the turn, by id
+	denials []obj
+	running map[string]*runningCall
+	partial map[string]string // verbose: output after the last newline, by call
 }
 
-func newPrinter(format string, w io.Writer, sess *orchestrator.Session, mode string) *printer {
+// runningCall is what the status line knows of a call.
+type runningCall struct {
+	label    string
+	elapsed  time.Duration
+	lines    uint64
+	lastLine string
+}
+
+func newPrinter(format string, w io.Writer, sess *orchestrator.Session) *printer {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	if mode == "" {
-		mode = "default"
-	}
-	return &printer{format: format, w: w, enc: enc, sess: sess, mode: mode}
+	return &printer{format: format, w: w, enc: enc, sess: sess,
+		uses: map[string]orchestrator.ToolUse{}, running: map[string]*runningCall{}, partial: map[string]string{}}
 }
 
 type obj = map[string]any
@@ -39,16 +61,23 @@ func (p *printer) emit(v any) {
 	}
 }
 
-// follow reads the session's events until the turn completes.
-func (p *printer) follow(ctx context.Context, sub *orchestrator.Subscription) {
-	var names []string
+// announce emits the stream's first event: what the session runs with.
+func (p *printer) announce() {
+	names := []string{}
 	for _, t := range p.sess.Tools() {
 		names = append(names, t.Name)
 	}
+	cfg := p.sess.Config()
 	p.emit(obj{
-		"type": "system", "subtype": "init", "session_id": p.sess.ID(), "model": p.sess.Info().Model,
-		"tools": names, "cwd": p.sess.Workspace(), "permission_mode": p.mode,
+		"type": "system", "subtype": "init", "session_id": p.sess.ID(), "cwd": p.sess.Workspace(),
+		"model": p.sess.Info().Model, "tools": names, "mcp_servers": []any{},
+		"permissionMode": modeName(cfg.Settings), "version": version,
 	})
+}
+
+// follow reads the session's events until the turn completes.
+func (p *printer) follow(ctx context.Context, sub *orchestrator.Subscription) {
+	defer p.status.clear()
 	for {
 		ev, err := sub.Next(ctx)
 		if err != nil {
@@ -57,6 +86,18 @@ func (p *printer) follow(ctx context.Context, sub *orchestrator.Subscription) {
 		switch ev.Kind {
 		case orchestrator.EventMessage:
 			p.message(ev)
+		case orchestrator.EventToolUse:
+			p.uses[ev.ToolUse.ID] = *ev.ToolUse
+			p.say("⏺ %s\n", callLabel(ev.ToolUse.Name, ev.ToolUse.InputJSON))
+		case orchestrator.EventToolStarted:
+			if u, ok := p.uses[ev.Started.GetToolUseId()]; ok {
+				p.running[u.ID] = &runningCall{label: callLabel(u.Name, u.InputJSON)}
+				p.showStatus(u.ID)
+			}
+		case orchestrator.EventProgress:
+			p.progress(ev.Progress)
+		case orchestrator.EventToolResult:
+			p.result(ev.Result)
 		case orchestrator.EventRetry:
 			p.emit(obj{
 				"type": "system", "subtype": "api_retry", "session_id": p.sess.ID(),
@@ -96,6 +137,10 @@ func (p *printer) message(ev orchestrator.Event) {
 		p.emit(obj{"type": "assistant", "session_id": p.sess.ID(), "message": obj{
 			"id": ev.MessageID, "type": "message", "role": "assistant", "content": m.Content,
 		}})
+		if t := strings.TrimSpace(m.Text()); t != "" && len(m.ToolUses()) > 0 {
+			// Text on the way to the answer; the answer itself goes to stdout.
+			p.say("%s\n", t)
+		}
 	case model.RoleUser:
 		for _, b := range m.Content {
 			if b.Type == model.BlockToolResult {
@@ -106,8 +151,85 @@ func (p *printer) message(ev orchestrator.Event) {
 	}
 }
 
-// result writes the outcome of the turn.
-func (p *printer) result(res *orchestrator.TurnResult) error {
+// progress shows new output of a running call.
+func (p *printer) progress(pr *executorv1.Progress) {
+	id := pr.GetToolUseId()
+	if p.verbose != nil && len(pr.GetOutput()) > 0 {
+		text := p.partial[id] + string(pr.GetOutput())
+		lines := strings.Split(text, "\n")
+		p.partial[id] = lines[len(lines)-1]
+		for _, l := range lines[:len(lines)-1] {
+			p.say("  │ %s\n", strings.TrimRight(l, "\r"))
+		}
+	}
+	if rc := p.running[id]; rc != nil {
+		rc.elapsed, rc.lines = pr.GetElapsed().AsDuration(), pr.GetTotalLines()
+		if last := lastLine(pr.GetOutput()); last != "" {
+			rc.lastLine = last
+		}
+		p.showStatus(id)
+	}
+}
+
+// result notes a call's end: a denial for the json result, the end of its
+// output with --verbose.
+func (p *printer) result(r *executorv1.Result) {
+	id := r.GetToolUseId()
+	delete(p.running, id)
+	if len(p.running) == 0 {
+		p.status.clear()
+	}
+	if rest := p.partial[id]; rest != "" {
+		p.say("  │ %s\n", rest)
+	}
+	delete(p.partial, id)
+	summary := "done"
+	if r.GetIsError() {
+		summary = "error: " + oneLine(firstLine(resultText(r)), 200)
+	}
+	p.say("  ⎿ %s\n", summary)
+	if r.GetOutcome() == executorv1.Outcome_OUTCOME_DENIED {
+		u := p.uses[id]
+		var input any = obj{}
+		if json.Valid([]byte(u.InputJSON)) {
+			input = json.RawMessage(u.InputJSON)
+		}
+		p.denials = append(p.denials, obj{"tool_name": u.Name, "tool_use_id": id, "tool_input": input})
+	}
+}
+
+// say writes a --verbose line on stderr.
+func (p *printer) say(format string, a ...any) {
+	if p.verbose != nil {
+		fmt.Fprintf(p.verbose, format, a...)
+	}
+}
+
+// showStatus rewrites the status line for call id.
+func (p *printer) showStatus(id string) {
+	rc := p.running[id]
+	if p.status == nil || rc == nil {
+		return
+	}
+	var b strings.Builder
+	b.WriteString("⏺ ")
+	if n := len(p.running); n > 1 {
+		fmt.Fprintf(&b, "%d calls running · ", n)
+	}
+	b.WriteString(rc.label)
+	fmt.Fprintf(&b, " · %s", rc.elapsed.Truncate(time.Second))
+	if rc.lines > 0 {
+		fmt.Fprintf(&b, " · %d lines", rc.lines)
+	}
+	if rc.lastLine != "" {
+		b.WriteString(" · " + rc.lastLine)
+	}
+	p.status.show(b.String())
+}
+
+// finish writes the outcome of the turn. signaled says the run was
+// stopped by a signal: text mode then prints no answer.
+func (p *printer) finish(res *orchestrator.TurnResult, signaled bool) error {
 	subtype, isErr := "success", false
 	switch res.StopReason {
 	case orchestrator.StopEndTurn, orchestrator.StopStopSequence:
@@ -127,6 +249,7 @@ func (p *printer) result(res *orchestrator.TurnResult) error {
 	if p.format == "text" {
 		var err error
 		switch {
+		case signaled:
 		case !isErr:
 			_, err = fmt.Fprintln(p.w, res.Text)
 		case errText != "":
@@ -136,10 +259,15 @@ func (p *printer) result(res *orchestrator.TurnResult) error {
 		}
 		return err
 	}
+	denials := p.denials
+	if denials == nil {
+		denials = []obj{}
+	}
 	out := obj{
 		"type": "result", "subtype": subtype, "is_error": isErr, "result": res.Text,
 		"session_id": p.sess.ID(), "num_turns": res.Requests, "duration_ms": res.Duration.Milliseconds(),
-		"stop_reason": string(res.StopReason), "usage": res.Usage,
+		"duration_api_ms": res.APIDuration.Milliseconds(), "stop_reason": string(res.StopReason),
+		"usage": res.Usage, "permission_denials": denials,
 	}
 	if errText != "" {
 		out["error"] = errText
@@ -148,4 +276,89 @@ func (p *printer) result(res *orchestrator.TurnResult) error {
 		out["errors"] = p.errs
 	}
 	return p.enc.Encode(out)
+}
+
+// callLabel renders a call on one line: its tool and main argument.
+func callLabel(name, inputJSON string) string {
+	var in map[string]any
+	_ = json.Unmarshal([]byte(inputJSON), &in)
+	arg := ""
+	for _, k := range []string{"command", "file_path", "pattern", "path", "task_id", "bash_id", "shell_id"} {
+		if v, ok := in[k].(string); ok && v != "" {
+			arg = v
+			break
+		}
+	}
+	if arg == "" && len(in) > 0 {
+		arg = inputJSON
+	}
+	return fmt.Sprintf("%s(%s)", name, oneLine(arg, 80))
+}
+
+func resultText(r *executorv1.Result) string {
+	var b strings.Builder
+	for _, c := range r.GetContent() {
+		b.WriteString(c.GetText().GetText())
+	}
+	return b.String()
+}
+
+func firstLine(s string) string {
+	s = strings.TrimPrefix(s, "<tool_use_error>")
+	line, _, _ := strings.Cut(s, "\n")
+	return strings.TrimSuffix(line, "</tool_use_error>")
+}
+
+// lastLine returns the last non-empty line of out, cleaned for one line of
+// a terminal.
+func lastLine(out []byte) string {
+	lines := strings.Split(strings.TrimRight(string(out), "\r\n"), "\n")
+	l := lines[len(lines)-1]
+	if i := strings.LastIndexByte(l, '\r'); i >= 0 {
+		l = l[i+1:]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f || r == utf8.RuneError {
+			return -1 // escapes and control characters would upset the line
+		}
+		return r
+	}, oneLine(l, 200))
+}
+
+// statusLine is one line on a terminal, rewritten in place. A nil
+// statusLine does nothing.
+type statusLine struct {
+	w     *os.File
+	shown bool
+}
+
+// newStatusLine returns a status line on f when f is a terminal, else nil.
+func newStatusLine(f io.Writer) *statusLine {
+	if ff, ok := f.(*os.File); ok && isTerminal(ff) {
+		return &statusLine{w: ff}
+	}
+	return nil
+}
+
+func (s *statusLine) show(text string) {
+	if s == nil {
+		return
+	}
+	width := 80
+	if ws, err := unix.IoctlGetWinsize(int(s.w.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+		width = max(int(ws.Col), 20)
+	}
+	if r := []rune(text); len(r) > width-1 {
+		text = string(r[:width-2]) + "…"
+	}
+	fmt.Fprintf(s.w, "\r\x1b[K%s", text)
+	s.shown = true
+}
+
+func (s *statusLine) clear() {
+	if s == nil || !s.shown {
+		return
+	}
+	fmt.Fprint(s.w, "\r\x1b[K")
+	s.shown = false
 }

@@ -81,7 +81,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		DefaultExecutor: c.executorAddr(),
 		Store:           store,
 		Defaults: orchestrator.SessionConfig{
-			Model: c.model, MaxTokens: c.maxTokens, MaxTurns: c.maxTurns,
+			Model: client.Model(), MaxTokens: c.maxTokens, MaxTurns: c.maxTurns,
 			ThinkingBudget: c.thinkingBudget, Settings: settings,
 		},
 		ClientVersion: version,
@@ -101,7 +101,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
 	log.Info("orchestrator listening", "addr", lis.Addr().String(), "executor", c.executorAddr(),
-		"sessions_dir", store.Dir(), "model", c.model, "version", version)
+		"sessions_dir", store.Dir(), "model", client.Model(), "version", version)
 
 	select {
 	case err = <-serveErr:

@@ -2,6 +2,10 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/permission"
@@ -21,18 +25,191 @@ func parseMode(name string) (executorv1.PermissionMode, error) {
 	return settingspb.ToProto(settings.Settings{Permissions: settings.Permissions{DefaultMode: m}}).GetMode(), nil
 }
 
-// loadSettings reads the --settings file (Claude Code's settings.json
-// shape) into the form sessions pass to the executor, and keeps its
-// sandbox lists for the in-process executor; no file gives empty
-// settings. A malformed file is refused with the line of the mistake.
+// modeName returns the name of a session's permission mode, "default"
+// when none is set.
+func modeName(s *executorv1.Settings) string {
+	d, err := settingspb.FromProto(s)
+	if err != nil || d.Permissions.DefaultMode == "" {
+		return string(permission.ModeDefault)
+	}
+	return string(d.Permissions.DefaultMode)
+}
+
+// settingsSource reads the value of --settings: inline JSON when it starts
+// with "{", else the path of a settings file. Its mistakes are usage
+// errors.
+func settingsSource(value string) (settings.Source, error) {
+	if strings.HasPrefix(strings.TrimSpace(value), "{") {
+		return settings.Source{Name: "--settings", Data: []byte(value)}, nil
+	}
+	data, err := os.ReadFile(value)
+	if err != nil {
+		return settings.Source{}, usagef("--settings: %w", err)
+	}
+	return settings.Source{Name: value, Data: data}, nil
+}
+
+// loadSettings reads --settings (a file or inline JSON, Claude Code's
+// settings.json shape) into the form sessions pass to the executor, and
+// keeps its sandbox lists for the in-process executor; an empty value
+// gives empty settings. A malformed file is refused with the line of the
+// mistake.
 func (c *common) loadSettings() (*executorv1.Settings, error) {
 	if c.settings == "" {
 		return &executorv1.Settings{}, nil
 	}
-	s, err := settings.LoadSettings(c.settings)
+	src, err := settingsSource(c.settings)
+	if err != nil {
+		return nil, err
+	}
+	s, err := settings.Merge(src)
 	if err != nil {
 		return nil, err
 	}
 	c.sandboxSettings = s.Sandbox
 	return settingspb.ToProto(s), nil
+}
+
+// userConfigDir is Claude Code's configuration directory: $CLAUDE_CONFIG_DIR,
+// else ~/.claude ("" when there is no home).
+func userConfigDir(getenv func(string) string) string {
+	if d := getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		return d
+	}
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, ".claude")
+	}
+	return ""
+}
+
+// permissionFlags are the flags of one run that change permissions.
+type permissionFlags struct {
+	settings   string   // --settings
+	mode       string   // --permission-mode
+	allowed    []string // --allowedTools
+	disallowed []string // --disallowedTools
+}
+
+// runSettings gathers the permission and sandbox settings of a headless run as Claude
+// Code does: the user's, the project's and the project's local settings
+// files, then --settings, then the permission flags on top (their rules
+// added to the files' rules, the mode replacing theirs). A mistake in a
+// settings file is an error naming the file and line; one in a flag is a
+// usage error naming the value.
+func runSettings(userDir, projectDir string, f permissionFlags) (*executorv1.Settings, settings.Sandbox, error) {
+	for _, l := range []struct {
+		flag  string
+		rules []string
+	}{{"--allowedTools", f.allowed}, {"--disallowedTools", f.disallowed}} {
+		for _, r := range l.rules {
+			if _, err := permission.ParseRule(r); err != nil {
+				return nil, settings.Sandbox{}, usagef("%s: rule %q: %w", l.flag, r, err)
+			}
+		}
+	}
+	var mode executorv1.PermissionMode
+	if f.mode != "" {
+		var err error
+		if mode, err = parseMode(f.mode); err != nil {
+			return nil, settings.Sandbox{}, usagef("--permission-mode: %w", err)
+		}
+	}
+	sources, err := settings.Discover(userDir, projectDir)
+	if err != nil {
+		return nil, settings.Sandbox{}, err
+	}
+	if f.settings != "" {
+		src, err := settingsSource(f.settings)
+		if err != nil {
+			return nil, settings.Sandbox{}, err
+		}
+		if _, err := settings.Merge(src); err != nil {
+			return nil, settings.Sandbox{}, usageError{err}
+		}
+		sources = append(sources, src)
+	}
+	merged, err := settings.Merge(sources...)
+	if err != nil {
+		return nil, settings.Sandbox{}, err
+	}
+	s := settingspb.ToProto(merged)
+	s.Allow = appendNew(s.Allow, f.allowed)
+	s.Deny = appendNew(s.Deny, f.disallowed)
+	if mode != 0 {
+		s.Mode = mode
+	}
+	return s, merged.Sandbox, nil
+}
+
+// appendNew appends the rules of add that list does not hold yet.
+func appendNew(list, add []string) []string {
+	for _, r := range add {
+		if !slices.Contains(list, r) {
+			list = append(list, r)
+		}
+	}
+	return list
+}
+
+// checkToolNames makes sure every tool the flags name is one the executor
+// has (by name or alias): --tools takes names, --allowedTools and
+// --disallowedTools rules. It returns the --tools names and the tools
+// bare --disallowedTools names hide, as the executor names them.
+func checkToolNames(defs []*executorv1.ToolDefinition, tools, allowed, disallowed []string) (offer, hide []string, err error) {
+	known := map[string]string{} // name or alias -> name
+	var names []string
+	for _, d := range defs {
+		known[d.GetName()] = d.GetName()
+		names = append(names, d.GetName())
+		for _, a := range d.GetAliases() {
+			known[a] = d.GetName()
+		}
+	}
+	unknown := func(flag, name, in string) error {
+		where := ""
+		if in != name {
+			where = fmt.Sprintf(" in %q", in)
+		}
+		return usagef("%s: unknown tool %q%s (the executor has %s)", flag, name, where, strings.Join(names, ", "))
+	}
+	for _, t := range tools {
+		if t == "default" {
+			continue
+		}
+		if strings.ContainsAny(t, "()") {
+			return nil, nil, usagef("--tools: %q is a rule; --tools takes tool names (put rules in --allowedTools or --disallowedTools)", t)
+		}
+		name, ok := known[t]
+		if !ok {
+			if r, err := permission.ParseRule(t); err == nil {
+				name, ok = known[r.Tool] // an older name (BashOutput)
+			}
+		}
+		if !ok {
+			return nil, nil, unknown("--tools", t, t)
+		}
+		offer = append(offer, name)
+	}
+	for _, l := range []struct {
+		flag  string
+		rules []string
+	}{{"--allowedTools", allowed}, {"--disallowedTools", disallowed}} {
+		for _, text := range l.rules {
+			r, err := permission.ParseRule(text)
+			if err != nil {
+				return nil, nil, usagef("%s: rule %q: %w", l.flag, text, err)
+			}
+			written, _, _ := strings.Cut(strings.TrimSpace(text), "(")
+			name, ok := known[written]
+			if !ok {
+				if name, ok = known[r.Tool]; !ok {
+					return nil, nil, unknown(l.flag, written, text)
+				}
+			}
+			if l.flag == "--disallowedTools" && r.Specifier == "" && !strings.Contains(text, "(") {
+				hide = append(hide, name)
+			}
+		}
+	}
+	return offer, hide, nil
 }

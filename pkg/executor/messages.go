@@ -50,6 +50,21 @@ func interruptedResult(cause error) *tool.Result {
 	}
 }
 
+// withPartialOutput adds to stopped, the result of an aborted call, what
+// its tool reported when the abort stopped it (a Bash command's output
+// until then), so that the model sees how far the call got.
+func withPartialOutput(stopped, res *tool.Result) *tool.Result {
+	if res == nil || res.FinalOutcome() != tool.OutcomeInterrupted || stopped.FinalOutcome() != tool.OutcomeInterrupted {
+		return stopped
+	}
+	if out := res.TextContent(); out != "" {
+		stopped.Content = []tool.Content{{Text: stopped.TextContent() + "\n" + out}}
+		stopped.Truncation = res.Truncation
+		stopped.StateIsError = res.StateIsError
+	}
+	return stopped
+}
+
 // timeoutResult is the result of a non-Bash call that ran past the client's
 // per-call timeout.
 func timeoutResult(d time.Duration) *tool.Result {

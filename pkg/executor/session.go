@@ -320,7 +320,7 @@ func (s *Session) execute(ctx context.Context, c *call) *tool.Result {
 	finished.Store(true)
 	switch {
 	case ctx.Err() != nil:
-		return interruptedResult(context.Cause(ctx))
+		return withPartialOutput(interruptedResult(context.Cause(ctx)), res)
 	case errors.Is(context.Cause(runCtx), errCallTimeout) && res.FinalOutcome() != tool.OutcomeTimeout:
 		return timeoutResult(c.use.Timeout)
 	case res == nil:

@@ -18,6 +18,7 @@ import (
 
 // Defaults of Config.
 const (
+	// DefaultModel is a current model the SDK does not mark deprecated.
 	DefaultModel             = string(anthropic.ModelClaudeSonnet5_5)
 	DefaultMaxTokens         = 16384
 	DefaultMaxRetries        = 10
@@ -129,14 +130,16 @@ func New(cfg Config) (*Client, error) {
 	return &Client{sdk: anthropic.NewClient(opts...), cfg: cfg, log: log, meters: newMeters()}, nil
 }
 
-// ConfigFromEnv returns a Config with the credentials and address from the
-// environment: ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) and
-// ANTHROPIC_BASE_URL.
+// ConfigFromEnv returns a Config with the credentials, address and model
+// from the environment: ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN),
+// ANTHROPIC_BASE_URL and ANTHROPIC_MODEL, as Claude Code reads them. A
+// caller with a model of its own (a --model flag) sets Model afterwards.
 func ConfigFromEnv(getenv func(string) string) Config {
 	return Config{
 		APIKey:    getenv("ANTHROPIC_API_KEY"),
 		AuthToken: getenv("ANTHROPIC_AUTH_TOKEN"),
 		BaseURL:   getenv("ANTHROPIC_BASE_URL"),
+		Model:     strings.TrimSpace(getenv("ANTHROPIC_MODEL")),
 	}
 }
 

@@ -317,3 +317,19 @@ func TestThinkingBudgetMustBeBelowMaxTokens(t *testing.T) {
 		t.Fatal("request sent anyway")
 	}
 }
+
+func TestConfigFromEnvModel(t *testing.T) {
+	env := map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_MODEL": " claude-from-env "}
+	cfg := model.ConfigFromEnv(func(k string) string { return env[k] })
+	if cfg.Model != "claude-from-env" {
+		t.Fatalf("model from ANTHROPIC_MODEL = %q", cfg.Model)
+	}
+	delete(env, "ANTHROPIC_MODEL")
+	c, err := model.New(model.ConfigFromEnv(func(k string) string { return env[k] }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model() != model.DefaultModel || model.DefaultModel != "claude-sonnet-5-5" {
+		t.Fatalf("model without ANTHROPIC_MODEL = %q (default %q)", c.Model(), model.DefaultModel)
+	}
+}

@@ -114,6 +114,10 @@ type SessionConfig struct {
 	Model string
 	// SystemPrompt replaces the default system prompt.
 	SystemPrompt string
+	// AppendSystemPrompt is added at the end of the system prompt, the
+	// default one or SystemPrompt (orchestrator -p puts CLAUDE.md files
+	// and --append-system-prompt here).
+	AppendSystemPrompt string
 	// MaxTokens caps each response.
 	MaxTokens int
 	// MaxTurns caps model requests per user message.
@@ -130,6 +134,11 @@ type SessionConfig struct {
 	ThinkingBudget int
 	// Options are the executor's scheduling options.
 	Options *executorv1.SessionOptions
+	// Directory is the directory of the client that created the session,
+	// on the client's machine (orchestrator -p's current directory), so
+	// that a client can find the latest conversation held in a directory
+	// (Store.Latest). The orchestrator does not use it otherwise.
+	Directory string
 }
 
 // withDefaults returns c with zero fields taken from d.
@@ -142,6 +151,9 @@ func (c SessionConfig) withDefaults(d SessionConfig) SessionConfig {
 	}
 	if c.SystemPrompt == "" {
 		c.SystemPrompt = d.SystemPrompt
+	}
+	if c.AppendSystemPrompt == "" {
+		c.AppendSystemPrompt = d.AppendSystemPrompt
 	}
 	if c.MaxTokens == 0 {
 		c.MaxTokens = d.MaxTokens
@@ -190,6 +202,7 @@ type storedConfig struct {
 	Pool            string          `json:"pool,omitempty"`
 	Model           string          `json:"model,omitempty"`
 	SystemPrompt    string          `json:"system_prompt,omitempty"`
+	AppendSystem    string          `json:"append_system_prompt,omitempty"`
 	MaxTokens       int             `json:"max_tokens,omitempty"`
 	MaxTurns        int             `json:"max_turns,omitempty"`
 	AllowedTools    []string        `json:"allowed_tools,omitempty"`
@@ -198,14 +211,15 @@ type storedConfig struct {
 	Workspace       string          `json:"workspace,omitempty"`
 	ThinkingBudget  int             `json:"thinking_budget,omitempty"`
 	Options         json.RawMessage `json:"options,omitempty"`
+	Directory       string          `json:"directory,omitempty"`
 }
 
 // MarshalJSON stores the configuration, proto fields in protojson form.
 func (c SessionConfig) MarshalJSON() ([]byte, error) {
 	s := storedConfig{
-		Executor: c.Executor, Pool: c.Pool, Model: c.Model, SystemPrompt: c.SystemPrompt, MaxTokens: c.MaxTokens,
-		MaxTurns: c.MaxTurns, AllowedTools: c.AllowedTools, DisallowedTools: c.DisallowedTools,
-		Workspace: c.Workspace, ThinkingBudget: c.ThinkingBudget,
+		Executor: c.Executor, Pool: c.Pool, Model: c.Model, SystemPrompt: c.SystemPrompt, AppendSystem: c.AppendSystemPrompt,
+		MaxTokens: c.MaxTokens, MaxTurns: c.MaxTurns, AllowedTools: c.AllowedTools, DisallowedTools: c.DisallowedTools,
+		Workspace: c.Workspace, ThinkingBudget: c.ThinkingBudget, Directory: c.Directory,
 	}
 	var err error
 	if c.Settings != nil {
@@ -228,9 +242,9 @@ func (c *SessionConfig) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*c = SessionConfig{
-		Executor: s.Executor, Pool: s.Pool, Model: s.Model, SystemPrompt: s.SystemPrompt, MaxTokens: s.MaxTokens,
-		MaxTurns: s.MaxTurns, AllowedTools: s.AllowedTools, DisallowedTools: s.DisallowedTools,
-		Workspace: s.Workspace, ThinkingBudget: s.ThinkingBudget,
+		Executor: s.Executor, Pool: s.Pool, Model: s.Model, SystemPrompt: s.SystemPrompt, AppendSystemPrompt: s.AppendSystem,
+		MaxTokens: s.MaxTokens, MaxTurns: s.MaxTurns, AllowedTools: s.AllowedTools, DisallowedTools: s.DisallowedTools,
+		Workspace: s.Workspace, ThinkingBudget: s.ThinkingBudget, Directory: s.Directory,
 	}
 	if len(s.Settings) > 0 {
 		c.Settings = &executorv1.Settings{}
@@ -272,6 +286,9 @@ type TurnResult struct {
 	Text string
 	// Duration is the turn's wall time.
 	Duration time.Duration
+	// APIDuration is the part of it spent in model requests, from sending
+	// each to the end of its response stream.
+	APIDuration time.Duration
 	// Err is the error that ended the turn, for StopError and StopMaxTurns.
 	Err error
 }

@@ -168,4 +168,3 @@ func (l *link) close() {
 // breakOff cancels the stream without waiting; the receiving goroutine
 // then ends and done closes. Used when a send failed.
 func (l *link) breakOff() { l.cancel() }
-

@@ -661,3 +661,80 @@ func TestInterruptDuringStream(t *testing.T) {
 		t.Fatalf("the aborted command still runs: pids %v", pids)
 	}
 }
+
+// TestReconfigureResumedSession changes the model, turn limit, offered
+// tools and system prompt of a session loaded from the store; the next
+// request uses them and a later load keeps them.
+func TestReconfigureResumedSession(t *testing.T) {
+	h := newHarness(t, fakeapi.EndTurn(fakeapi.Text("one")))
+	s := h.session(orchestrator.SessionConfig{Model: "claude-old", Workspace: "", Directory: "/client/dir"})
+	id := s.ID()
+	h.run(s, "first")
+	if err := s.Reconfigure(orchestrator.SessionConfig{Model: "x"}); err == nil {
+		t.Fatal("Reconfigure of a connected session succeeded")
+	}
+
+	h.restart()
+	s2, err := h.orch.Session(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Reconfigure(orchestrator.SessionConfig{
+		Model: "claude-new", AllowedTools: []string{"Read"}, AppendSystemPrompt: "Answer in French.", Directory: "/elsewhere",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if tools := s2.Tools(); len(tools) != 1 || tools[0].Name != "Read" {
+		t.Fatalf("tools after Reconfigure = %v", tools)
+	}
+	h.fake.Push(fakeapi.EndTurn(fakeapi.Text("two")))
+	h.run(s2, "second")
+	req := h.fake.Requests()[1]
+	if req.Body.Model != "claude-new" || len(req.Body.Tools) != 1 || !strings.HasSuffix(req.Body.System[0].Text, "\n\nAnswer in French.") {
+		t.Fatalf("request after Reconfigure: model %s, %d tools, system %q", req.Body.Model, len(req.Body.Tools), req.Body.System[0].Text)
+	}
+
+	h.restart()
+	s3, err := h.orch.Session(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := s3.Config(); cfg.Model != "claude-new" || cfg.AppendSystemPrompt != "Answer in French." || cfg.Directory != "/client/dir" {
+		t.Fatalf("stored configuration after a restart = %+v", cfg)
+	}
+}
+
+// TestInterruptKeepsPartialOutput interrupts a Bash command after it
+// printed something: the interrupted result carries that output.
+func TestInterruptKeepsPartialOutput(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(fakeapi.ToolTurn(
+		fakeapi.ToolUse("toolu_sleep", "Bash", map[string]any{"command": "echo begin-31; sleep 31.4159; echo never"}),
+	))
+	s := h.session(bypass)
+	done := make(chan *orchestrator.TurnResult, 1)
+	go func() {
+		res, _ := s.Run(context.Background(), "wait a while")
+		done <- res
+	}()
+	waitEvent(t, s, func(ev orchestrator.Event) bool {
+		return ev.Kind == orchestrator.EventProgress && strings.Contains(string(ev.Progress.GetOutput()), "begin-31")
+	})
+	s.Interrupt("user pressed Ctrl-C")
+	if res := <-done; res.StopReason != orchestrator.StopInterrupted {
+		t.Fatalf("turn = %+v", res)
+	}
+	msgs := s.Messages()
+	results, _ := toolResults(msgs[len(msgs)-1])
+	r := results["toolu_sleep"]
+	if txt := resultText(r); !isError(r) || !strings.HasPrefix(txt, "<tool_use_error>Interrupted by the user") ||
+		!strings.HasSuffix(txt, "</tool_use_error>\nbegin-31") {
+		t.Fatalf("interrupted call's result = %q", txt)
+	}
+	if pids := processesGone("31.4159"); len(pids) > 0 {
+		t.Fatalf("the interrupted command still runs: pids %v", pids)
+	}
+}

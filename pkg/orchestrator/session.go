@@ -66,9 +66,54 @@ func (s *Session) ID() string { return s.id }
 // Config returns the session's configuration; Executor is the executor it
 // runs on now (a pooled session moves when its executor is gone).
 func (s *Session) Config() SessionConfig {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	cfg := s.cfg
-	cfg.Executor = s.executorAddr()
+	cfg.Executor = s.executor
 	return cfg
+}
+
+// Reconfigure replaces the configuration of a session that is not
+// connected to its executor yet: one just loaded from the store, before
+// its first turn in this process (orchestrator -p --resume applies the
+// flags of the new run this way). Where the conversation lives stays as it
+// was (Executor, Pool, Workspace, Directory); everything else is taken
+// from cfg, with the orchestrator's defaults filling its zero fields, and
+// recorded in the transcript, so the session keeps it from then on.
+func (s *Session) Reconfigure(cfg SessionConfig) error {
+	cfg = cfg.withDefaults(s.o.cfg.Defaults)
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	s.linkMu.Lock()
+	defer s.linkMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return fmt.Errorf("session %s: %w", s.id, ErrClosed)
+	case s.busy:
+		return fmt.Errorf("session %s: %w", s.id, ErrBusy)
+	case s.link != nil:
+		return fmt.Errorf("%w: session %s is connected to its executor; its configuration can change only before it connects", ErrInvalid, s.id)
+	}
+	cfg.Executor, cfg.Pool, cfg.Workspace, cfg.Directory = s.executor, s.cfg.Pool, s.cfg.Workspace, s.cfg.Directory
+	if st := s.o.cfg.Store; st != nil {
+		if err := st.append(s.id, record{Type: recConfig, Time: time.Now(), Config: &cfg}); err != nil {
+			return fmt.Errorf("persist the new configuration: %w", err)
+		}
+	}
+	s.cfg = cfg
+	s.tools = nil // offered again from the new lists when it connects
+	return nil
+}
+
+// Connect connects the session to its executor now rather than at its
+// next turn, so that Tools and Workspace are known before it runs (a
+// session loaded from the store connects lazily).
+func (s *Session) Connect(ctx context.Context) error {
+	_, _, err := s.connect(ctx)
+	return err
 }
 
 // executorAddr returns the address of the session's executor.
@@ -453,6 +498,9 @@ func (s *Session) connectTo(ctx context.Context, addr string) (*link, []model.To
 	}
 	if ws := l.hello.GetWorkspace(); ws != "" && s.cfg.SystemPrompt == "" {
 		s.system += "\n\nWorking directory: " + ws
+	}
+	if s.cfg.AppendSystemPrompt != "" {
+		s.system += "\n\n" + s.cfg.AppendSystemPrompt
 	}
 	s.link = l
 	s.log.Info("connected to executor", "executor", addr, "resumed", l.hello.GetResumed(),

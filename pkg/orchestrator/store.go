@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -83,13 +84,14 @@ const (
 	recMessage = "message"
 	recTurn    = "turn"
 	recPlaced  = "placed" // the session moved to another executor of its pool
+	recConfig  = "config" // the session's configuration changed (Reconfigure)
 )
 
 // record is one line of a transcript file.
 type record struct {
 	Type string    `json:"type"`
 	Time time.Time `json:"time"`
-	// Session header.
+	// Session header; Config also in a config record.
 	ID     string         `json:"id,omitempty"`
 	Config *SessionConfig `json:"config,omitempty"`
 	// Message.
@@ -216,6 +218,10 @@ func (st *Store) load(id string) (*transcript, error) {
 			}
 		case recPlaced:
 			t.config.Executor = rec.Executor
+		case recConfig:
+			if rec.Config != nil {
+				t.config = *rec.Config
+			}
 		case recTurn:
 			t.turns++
 			if rec.Turn != nil {
@@ -255,6 +261,99 @@ func (st *Store) list() ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// Summary describes a stored session.
+type Summary struct {
+	// ID of the session.
+	ID string
+	// Directory is the client's directory (SessionConfig.Directory); empty
+	// for sessions stored before it was recorded.
+	Directory string
+	// Model is the session's model.
+	Model string
+	// Created is when the session was created.
+	Created time.Time
+	// Updated is when its transcript last changed.
+	Updated time.Time
+	// Turns counts completed turns.
+	Turns int
+	// Messages is the transcript's length.
+	Messages int
+	// Prompt is the text of the first user message.
+	Prompt string
+}
+
+// List describes every stored session, most recently updated first.
+// Transcripts that cannot be read are skipped.
+func (st *Store) List() ([]Summary, error) {
+	ids, err := st.list()
+	if err != nil {
+		return nil, err
+	}
+	var out []Summary
+	for _, id := range ids {
+		t, err := st.load(id)
+		if err != nil {
+			continue
+		}
+		info, err := os.Stat(st.path(id))
+		if err != nil {
+			continue
+		}
+		sum := Summary{ID: id, Directory: t.config.Directory, Model: t.config.Model, Created: t.created,
+			Updated: info.ModTime(), Turns: t.turns, Messages: len(t.messages)}
+		if len(t.messages) > 0 {
+			sum.Prompt = t.messages[0].Text()
+		}
+		out = append(out, sum)
+	}
+	slices.SortStableFunc(out, func(a, b Summary) int { return b.Updated.Compare(a.Updated) })
+	return out, nil
+}
+
+// Latest returns the id of the most recently updated session whose
+// Directory is dir, reading only each transcript's first line. It returns
+// ErrNotFound when there is none.
+func (st *Store) Latest(dir string) (string, error) {
+	ids, err := st.list()
+	if err != nil {
+		return "", err
+	}
+	var best string
+	var bestTime time.Time
+	for _, id := range ids {
+		f, err := os.Open(st.path(id))
+		if err != nil {
+			continue
+		}
+		line, _ := bufio.NewReader(f).ReadBytes('\n')
+		info, serr := f.Stat()
+		f.Close()
+		var rec record
+		if serr != nil || json.Unmarshal(line, &rec) != nil || rec.Type != recSession || rec.Config == nil || rec.Config.Directory != dir {
+			continue
+		}
+		if best == "" || info.ModTime().After(bestTime) {
+			best, bestTime = id, info.ModTime()
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("%w: no conversation in %s", ErrNotFound, dir)
+	}
+	return best, nil
+}
+
+// Remove deletes a stored session's transcript. A session that is not
+// stored is ErrNotFound.
+func (st *Store) Remove(id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if _, err := os.Stat(st.path(id)); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return st.remove(id)
 }
 
 // release closes the session's open file.

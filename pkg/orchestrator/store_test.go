@@ -193,3 +193,66 @@ func TestDefaultStoreDir(t *testing.T) {
 		t.Fatalf("without XDG_STATE_HOME: %s", d)
 	}
 }
+
+func TestStoreLatestListRemove(t *testing.T) {
+	st, err := OpenStore(t.TempDir(), StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// A transcript written before sessions recorded their directory stays
+	// readable; it belongs to no directory.
+	old := `{"type":"session","time":"2026-01-02T03:04:05Z","id":"old","config":{"model":"claude-sonnet-4-5"}}
+{"type":"message","time":"2026-01-02T03:04:06Z","message":{"role":"user","content":[{"type":"text","text":"from before"}]}}
+`
+	if err := os.WriteFile(filepath.Join(st.Dir(), "old.jsonl"), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(filepath.Join(st.Dir(), "old.jsonl"), at.Add(-time.Hour), at.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct{ id, dir string }{{"p1", "/src/p"}, {"q1", "/src/q"}, {"p2", "/src/p"}} {
+		if err := st.create(c.id, SessionConfig{Directory: c.dir, Model: "m"}, at); err != nil {
+			t.Fatal(err)
+		}
+		st.release(c.id)
+		// Updated times by file time: p1 is the newest in /src/p.
+		mt := at.Add(time.Duration(i) * time.Minute)
+		if c.id == "p1" {
+			mt = at.Add(time.Hour)
+		}
+		if err := os.Chtimes(st.path(c.id), mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id, err := st.Latest("/src/p"); err != nil || id != "p1" {
+		t.Fatalf("Latest(/src/p) = %q, %v; want p1", id, err)
+	}
+	if _, err := st.Latest("/src/none"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Latest of a directory without sessions: %v", err)
+	}
+	list, err := st.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range list {
+		ids = append(ids, s.ID)
+	}
+	if !reflect.DeepEqual(ids, []string{"p1", "p2", "q1", "old"}) {
+		t.Fatalf("List order = %v", ids)
+	}
+	if o := list[3]; o.Directory != "" || o.Model != "claude-sonnet-4-5" || o.Prompt != "from before" || o.Messages != 1 {
+		t.Fatalf("old transcript = %+v", o)
+	}
+	if err := st.Remove("p1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Remove("p1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second Remove: %v", err)
+	}
+	if id, err := st.Latest("/src/p"); err != nil || id != "p2" {
+		t.Fatalf("Latest after Remove = %q, %v", id, err)
+	}
+}

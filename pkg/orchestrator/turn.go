@@ -64,7 +64,9 @@ func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
 			return fail("executor_unavailable", err)
 		}
 
+		sent := time.Now()
 		resp, cs, streamErr := s.request(ctx, l, tools)
+		res.APIDuration += time.Since(sent)
 		res.Requests++
 		if resp != nil {
 			res.Usage = res.Usage.Add(resp.Usage)

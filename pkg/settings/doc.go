@@ -30,6 +30,11 @@
 // hook matcher that is not a valid regular expression or a hook that is
 // not a command is an *Error giving the line and column.
 //
+// Discover finds the files Claude Code layers (the user's, the project's
+// and the project's local one) and Merge layers them as Claude Code does:
+// permission lists and hooks of every layer apply, and a later layer's
+// mode replaces an earlier one's.
+//
 // Both toolsvc (operator rules) and the orchestrator (session rules it
 // sends in the Execute stream's opening message) use it; the conversion to
 // and from the wire message lives in settingspb, so this package stays free

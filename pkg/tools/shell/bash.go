@@ -201,7 +201,7 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 		close(abortProgress)
 		close(stopProgress)
 		reporter.close()
-		return aborted()
+		return abortedWith(capt.snapshot(), limits.MaxOutputChars, outPath)
 	}
 	code, werr := p.Wait()
 	finish()
@@ -278,6 +278,22 @@ func aborted() *tool.Result {
 		Content: []tool.Content{{Text: "Command aborted before it finished"}},
 		IsError: true, StateIsError: true, Outcome: tool.OutcomeInterrupted,
 	}
+}
+
+// abortedWith is the result of a command killed by an abort: its content
+// is only what the command had printed until then (read so far: the abort
+// does not wait for the rest), cut like the output of a failed command,
+// and none when it printed nothing. The executor puts it under its own
+// text saying why the call stopped.
+func abortedWith(s snapshot, maxChars int, path string) *tool.Result {
+	res := aborted()
+	res.Content = nil
+	if s.total == 0 {
+		return res
+	}
+	txt, trunc := errorText("", s, maxChars, path)
+	res.Content, res.Truncation = []tool.Content{{Text: strings.TrimPrefix(txt, "\n")}}, trunc
+	return res
 }
 
 // startError turns a failed start into a result.
