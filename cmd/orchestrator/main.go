@@ -3,6 +3,7 @@
 //
 //	orchestrator -p "prompt" [flags]   answer one prompt headless, like claude -p
 //	orchestrator serve [flags]         serve OrchestratorService (gRPC)
+//	orchestrator health [flags]        probe a server's gRPC health (container probes)
 //	orchestrator version               print the version
 package main
 
@@ -30,6 +31,7 @@ calls on a toolsvc executor (in-process by default, or remote with --executor).
 Usage:
   orchestrator -p "prompt" [flags]   answer one prompt headless and exit
   orchestrator serve [flags]         serve OrchestratorService (gRPC)
+  orchestrator health [flags]        exit 0 when a server is SERVING (--live: liveness)
   orchestrator version               print the version
 
 The model is reached with ANTHROPIC_API_KEY (required) and ANTHROPIC_BASE_URL
@@ -52,6 +54,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if args[0] == "health" {
+		return health(ctx, args[1:], stdout, stderr, getenv)
+	}
 	// Traces and metrics go where the OTEL_* environment says, if anywhere.
 	shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "orchestrator", ServiceVersion: version})
 	if err != nil {
