@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
+	"github.com/cenkalti/backoff/v5"
 )
 
 // Defaults of Config.
@@ -46,9 +46,11 @@ type Config struct {
 	// means none.
 	MaxRetries int
 	// RetryBaseDelay is the first backoff; each retry doubles it, up to
-	// RetryMaxDelay, plus up to a quarter of random jitter.
+	// RetryMaxDelay, each randomized by up to a quarter either way.
 	RetryBaseDelay time.Duration
-	// RetryMaxDelay caps one backoff.
+	// RetryMaxDelay caps one backoff before its randomization, and the
+	// wait a retry-after header may ask for (a longer one is not waited
+	// for: the backoff applies).
 	RetryMaxDelay time.Duration
 	// StreamIdleTimeout ends a response stream that delivers nothing for
 	// this long.
@@ -369,29 +371,68 @@ func (c *Client) Stream(ctx context.Context, req Request, on func(Event)) (resp 
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 1; ; attempt++ {
+	policy := &retryPolicy{max: c.cfg.RetryMaxDelay, exp: backoff.ExponentialBackOff{
+		InitialInterval:     c.cfg.RetryBaseDelay,
+		RandomizationFactor: 0.25,
+		Multiplier:          2,
+		MaxInterval:         c.cfg.RetryMaxDelay,
+	}}
+	attempt := 0
+	resp, err = backoff.Retry(ctx, func() (*Response, error) {
+		attempt++
 		resp, progressed, err := c.streamOnce(ctx, params, on)
-		if err == nil {
+		policy.last = err
+		switch {
+		case err == nil:
 			return resp, nil
+		case progressed:
+			// Content reached the caller: sending the request again would
+			// repeat it. The caller gets the complete blocks and the error.
+			return resp, backoff.Permanent(err)
+		case ctx.Err() != nil || !retryable(err):
+			return nil, backoff.Permanent(err)
 		}
-		if progressed || ctx.Err() != nil || !retryable(err) || attempt > c.cfg.MaxRetries {
-			if !progressed {
-				resp = nil
-			}
-			return resp, err
-		}
-		delay := c.backoff(attempt, err)
-		c.log.WarnContext(ctx, "model request failed; retrying", "attempt", attempt, "max_retries", c.cfg.MaxRetries, "delay", delay, "err", err)
-		on(Event{Kind: EventRetry, Retry: &Retry{Attempt: attempt, MaxRetries: c.cfg.MaxRetries, Delay: delay, Err: err}})
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("model: waiting to retry: %w", context.Cause(ctx))
-		case <-t.C:
-		}
+		return nil, err
+	},
+		backoff.WithBackOff(policy),
+		backoff.WithMaxTries(uint(c.cfg.MaxRetries)+1),
+		// MaxRetries bounds the retries; the caller's ctx bounds the time.
+		backoff.WithMaxElapsedTime(0),
+		backoff.WithNotify(func(err error, delay time.Duration) {
+			c.log.WarnContext(ctx, "model request failed; retrying", "attempt", attempt, "max_retries", c.cfg.MaxRetries, "delay", delay, "err", err)
+			on(Event{Kind: EventRetry, Retry: &Retry{Attempt: attempt, MaxRetries: c.cfg.MaxRetries, Delay: delay, Err: err}})
+		}))
+	// The last try returns its error as the operation gave it.
+	if perm, ok := err.(*backoff.PermanentError); ok {
+		err = perm.Unwrap()
 	}
+	if cause := context.Cause(ctx); cause != nil && errors.Is(err, cause) && !errors.Is(policy.last, cause) {
+		err = fmt.Errorf("model: waiting to retry: %w", err)
+	}
+	return resp, err
 }
+
+// retryPolicy paces the retries of one Stream: exponential backoff with
+// jitter, except that a retry-after the API sent is honoured when it is no
+// longer than max.
+type retryPolicy struct {
+	exp  backoff.ExponentialBackOff
+	max  time.Duration
+	last error // of the attempt that just failed
+}
+
+// NextBackOff implements backoff.BackOff.
+func (p *retryPolicy) NextBackOff() time.Duration {
+	d := p.exp.NextBackOff()
+	var ae *APIError
+	if errors.As(p.last, &ae) && ae.RetryAfter > 0 && ae.RetryAfter <= p.max {
+		return ae.RetryAfter
+	}
+	return d
+}
+
+// Reset implements backoff.BackOff.
+func (p *retryPolicy) Reset() { p.exp.Reset() }
 
 func retryable(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -404,18 +445,6 @@ func retryable(err error) bool {
 	// Connection refused or reset, or a body cut before any content: the
 	// request may well succeed again.
 	return true
-}
-
-func (c *Client) backoff(attempt int, err error) time.Duration {
-	var ae *APIError
-	if errors.As(err, &ae) && ae.RetryAfter > 0 && ae.RetryAfter <= c.cfg.RetryMaxDelay {
-		return ae.RetryAfter
-	}
-	d := c.cfg.RetryBaseDelay << min(attempt-1, 20)
-	if d > c.cfg.RetryMaxDelay || d <= 0 {
-		d = c.cfg.RetryMaxDelay
-	}
-	return d + time.Duration(rand.Int64N(int64(d)/4+1))
 }
 
 func (c *Client) params(req Request) (anthropic.MessageNewParams, error) {
