@@ -506,13 +506,13 @@ func (c *Client) params(req Request) (anthropic.MessageNewParams, error) {
 	return p, nil
 }
 
-// partial is a content block being streamed.
-type partial struct {
-	block Block
-	text  strings.Builder // text, thinking, or tool input
-	sig   strings.Builder
-}
-
+// streamOnce sends the request once and streams its response. The SDK's
+// Message.Accumulate builds the message from the events; streamOnce adds
+// what a conversation needs on top: each block is handed to on the moment
+// its content_block_stop arrives (a tool_use then starts on the executor
+// while the model goes on), and Response keeps only the blocks that
+// arrived complete, so that a stream cut mid-message leaves a response
+// whose every block can be kept.
 func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, on func(Event)) (resp *Response, progressed bool, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -523,69 +523,53 @@ func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewPara
 	defer stream.Close()
 
 	resp = &Response{}
-	open := map[int64]*partial{}
+	var msg anthropic.Message
 	for stream.Next() {
 		idle.Reset(c.cfg.StreamIdleTimeout)
 		ev := stream.Current()
+		// The SDK empties a tool input that is not valid JSON when its
+		// block stops. The executor must see the model's input as it came,
+		// to answer with the InputValidationError the model knows.
+		var rawInput string
+		if ev.Type == "content_block_stop" && ev.Index >= 0 && ev.Index < int64(len(msg.Content)) {
+			rawInput = string(msg.Content[ev.Index].Input)
+		}
+		if err := msg.Accumulate(ev); err != nil {
+			return resp, progressed, fmt.Errorf("model: malformed response stream: %w", err)
+		}
 		switch ev.Type {
 		case "message_start":
-			resp.ID = ev.Message.ID
-			resp.Model = string(ev.Message.Model)
+			resp.ID, resp.Model = msg.ID, string(msg.Model)
 			resp.Usage = Usage{
-				InputTokens:              ev.Message.Usage.InputTokens,
-				OutputTokens:             ev.Message.Usage.OutputTokens,
-				CacheReadInputTokens:     ev.Message.Usage.CacheReadInputTokens,
-				CacheCreationInputTokens: ev.Message.Usage.CacheCreationInputTokens,
+				InputTokens:              msg.Usage.InputTokens,
+				OutputTokens:             msg.Usage.OutputTokens,
+				CacheReadInputTokens:     msg.Usage.CacheReadInputTokens,
+				CacheCreationInputTokens: msg.Usage.CacheCreationInputTokens,
 			}
 			on(Event{Kind: EventMessageStart, MessageID: resp.ID})
 		case "content_block_start":
 			progressed = true
-			cb := ev.ContentBlock
-			p := &partial{block: Block{Type: BlockType(cb.Type)}}
-			switch p.block.Type {
-			case BlockText:
-				p.text.WriteString(cb.Text)
-			case BlockThinking:
-				p.text.WriteString(cb.Thinking)
-				p.sig.WriteString(cb.Signature)
-			case BlockRedactedThinking:
-				p.block.Data = cb.Data
-			case BlockToolUse:
-				p.block.ID, p.block.Name = cb.ID, cb.Name
-			}
-			open[ev.Index] = p
 		case "content_block_delta":
-			p := open[ev.Index]
-			if p == nil {
-				continue
-			}
 			switch ev.Delta.Type {
 			case "text_delta":
-				p.text.WriteString(ev.Delta.Text)
 				on(Event{Kind: EventTextDelta, MessageID: resp.ID, Index: int(ev.Index), Text: ev.Delta.Text})
 			case "thinking_delta":
-				p.text.WriteString(ev.Delta.Thinking)
 				on(Event{Kind: EventThinkingDelta, MessageID: resp.ID, Index: int(ev.Index), Text: ev.Delta.Thinking})
-			case "signature_delta":
-				p.sig.WriteString(ev.Delta.Signature)
-			case "input_json_delta":
-				p.text.WriteString(ev.Delta.PartialJSON)
 			}
 		case "content_block_stop":
-			p := open[ev.Index]
-			if p == nil {
-				continue
-			}
-			delete(open, ev.Index)
-			b, raw, ok := p.finish()
+			b, raw, ok := blockOf(msg.Content[ev.Index], rawInput)
 			if !ok {
 				continue
 			}
 			resp.Content = append(resp.Content, b)
 			on(Event{Kind: EventBlockComplete, MessageID: resp.ID, Index: int(ev.Index), Block: &b, RawInput: raw})
 		case "message_delta":
-			resp.StopReason = StopReason(ev.Delta.StopReason)
-			resp.StopSequence = ev.Delta.StopSequence
+			resp.StopReason = StopReason(msg.StopReason)
+			resp.StopSequence = msg.StopSequence
+			// Our own usage update, not the accumulated one: the SDK takes
+			// any count message_delta carries, a zero too, which would erase
+			// the count message_start gave. No message has zero input
+			// tokens: a zero means "not reported".
 			resp.Usage.OutputTokens = ev.Usage.OutputTokens
 			if ev.Usage.JSON.InputTokens.Valid() && ev.Usage.InputTokens > 0 {
 				resp.Usage.InputTokens = ev.Usage.InputTokens
@@ -619,29 +603,34 @@ func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewPara
 	return resp, progressed, nil
 }
 
-// finish turns a streamed block into a Block; ok is false for block kinds
-// a conversation does not keep.
-func (p *partial) finish() (b Block, rawInput string, ok bool) {
-	b = p.block
+// blockOf turns a content block that arrived complete into a Block; ok is
+// false for block kinds a conversation does not keep (server tools'
+// blocks). rawInput is a tool_use's input as the model streamed it, which
+// may not be JSON: the Block then carries an empty object and the raw text
+// goes to the executor.
+func blockOf(cb anthropic.ContentBlockUnion, rawInput string) (b Block, raw string, ok bool) {
+	b = Block{Type: BlockType(cb.Type)}
 	switch b.Type {
 	case BlockText:
-		b.Text = p.text.String()
+		b.Text = cb.Text
 	case BlockThinking:
-		b.Thinking, b.Signature = p.text.String(), p.sig.String()
+		b.Thinking, b.Signature = cb.Thinking, cb.Signature
 	case BlockRedactedThinking:
+		b.Data = cb.Data
 	case BlockToolUse:
-		rawInput = p.text.String()
-		if rawInput == "" {
-			rawInput = "{}"
+		b.ID, b.Name = cb.ID, cb.Name
+		raw = rawInput
+		if raw == "" {
+			raw = "{}"
 		}
 		b.Input = json.RawMessage(`{}`)
-		if isJSONObject(rawInput) {
-			b.Input = json.RawMessage(rawInput)
+		if isJSONObject(raw) {
+			b.Input = json.RawMessage(raw)
 		}
 	default:
 		return Block{}, "", false
 	}
-	return b, rawInput, true
+	return b, raw, true
 }
 
 func isJSONObject(s string) bool {
