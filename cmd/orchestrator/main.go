@@ -4,6 +4,7 @@
 //	orchestrator -p "prompt" [flags]   answer one prompt headless, like claude -p
 //	orchestrator serve [flags]         serve OrchestratorService (gRPC)
 //	orchestrator sessions list|rm      list or remove stored conversations
+//	orchestrator health [flags]        probe a server's gRPC health (container probes)
 //	orchestrator --version             print the version
 package main
 
@@ -35,6 +36,7 @@ Usage:
   orchestrator -c -p "prompt"        go on with the latest conversation in this directory
   orchestrator serve [flags]         serve OrchestratorService (gRPC)
   orchestrator sessions list|rm      list or remove stored conversations
+  orchestrator health [flags]        exit 0 when a server is SERVING (--live: liveness)
   orchestrator --version             print the version
 
 The model is reached with ANTHROPIC_API_KEY (required), ANTHROPIC_BASE_URL
@@ -59,6 +61,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	sig := catchSignals()
 	defer sig.stop()
 	ctx := sig.ctx
+	if args[0] == "health" {
+		return health(ctx, args[1:], stdout, stderr, getenv)
+	}
 	// Traces and metrics go where the OTEL_* environment says, if anywhere.
 	shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "orchestrator", ServiceVersion: version})
 	if err != nil {

@@ -2,6 +2,7 @@
 //
 //	toolsvc serve   serve ExecutorService on a TCP address or unix socket
 //	toolsvc call    run tool_use blocks from stdin and print tool_result JSON
+//	toolsvc health  probe a server's gRPC health (container probes)
 //	toolsvc version print the version
 package main
 
@@ -26,6 +27,7 @@ const usage = `toolsvc runs an AI model's tool calls in a sandbox.
 Usage:
   toolsvc serve [flags]    serve ExecutorService (gRPC)
   toolsvc call [flags]     run tool_use blocks read from stdin, print tool_result JSON
+  toolsvc health [flags]   exit 0 when a server is SERVING (readiness; --live: liveness)
   toolsvc version          print the version
 
 Run "toolsvc <command> -h" for the flags of a command.
@@ -51,6 +53,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = serve(ctx, args[1:], stderr)
 	case "call":
 		err = call(ctx, args[1:], stdin, stdout, stderr)
+	case "health":
+		err = health(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "toolsvc", version)
 	case "-h", "-help", "--help", "help":

@@ -509,17 +509,6 @@ func TestMCPAbortMidCall(t *testing.T) {
 }
 
 // waitFor polls cond for up to 10 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // processesOf lists the pids of processes running the program at path.
 func processesOf(path string) []string {
 	var pids []string

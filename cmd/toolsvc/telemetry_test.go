@@ -97,7 +97,7 @@ func TestTracesAcrossCallAndServe(t *testing.T) {
 	if run.Attr("toolwire.outcome") != "success" || run.Attr("gen_ai.tool.call.id") != "toolu_t" {
 		t.Errorf("run_tool attributes %v", run.GetAttributes())
 	}
-	if !r.MetricNames()["gen_ai.execute_tool.duration"] {
+	if !r.MetricNames()["toolwire.tool.duration"] {
 		t.Errorf("metrics received: %v", r.MetricNames())
 	}
 

@@ -15,7 +15,7 @@
 #
 # Jaeger runs as an unprivileged uid with no home and writes nothing: traces
 # live in memory and are gone when the container stops.
-ARG BASE=debian:bookworm-slim
+ARG BASE=debian:12.15-slim
 FROM ${BASE}
 ARG JAEGER_UID=10003
 

@@ -5,10 +5,11 @@
 #   ctx=$(mktemp -d)
 #   CGO_ENABLED=0 go build -trimpath -o "$ctx/toolsvc" ./cmd/toolsvc
 #   cp deploy/docker/toolsvc-entrypoint "$ctx/"
-#   docker build -f deploy/docker/toolsvc.Dockerfile -t toolwire/toolsvc "$ctx"
+#   docker build -f deploy/docker/toolsvc.Dockerfile -t toolwire/toolsvc:0.1.0 "$ctx"
 #
-# BASE defaults to Debian's slim image, which lacks ripgrep: the build then
-# installs it with apt (so it needs network). scripts/base-image builds
+# BASE defaults to Debian's slim image of one point release (the one
+# scripts/base-image found when this was written), which lacks ripgrep: the
+# build then installs it with apt (so it needs network). scripts/base-image builds
 # toolwire/base:bookworm, which already has everything; with
 # --build-arg BASE=toolwire/base:bookworm the build installs nothing.
 #
@@ -26,7 +27,7 @@
 # needs and no others, a private cgroup namespace, a read-only root, and TLS
 # credentials mounted from the host (on its TCP address toolsvc refuses to
 # serve plaintext unless told --insecure).
-ARG BASE=debian:bookworm-slim
+ARG BASE=debian:12.15-slim
 FROM ${BASE}
 ARG TOOL_UID=10001
 
@@ -48,4 +49,11 @@ COPY toolsvc toolsvc-entrypoint /usr/local/bin/
 # session's user. Tools never run as root.
 WORKDIR /workspace
 EXPOSE 7070
+# Readiness of the plaintext listener docker-compose.yml runs: the executor
+# service must answer SERVING, which it stops doing when SIGTERM starts the
+# drain. With TLS (docs/security.md), override the check with the CA and
+# the name in the server's certificate:
+#   docker run --health-cmd 'toolsvc health --tls-ca /run/secrets/toolsvc/ca.crt --tls-server-name toolsvc' ...
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["/usr/local/bin/toolsvc", "health", "--addr", "127.0.0.1:7070", "--insecure", "--timeout", "3s"]
 ENTRYPOINT ["/usr/local/bin/toolsvc-entrypoint", "--listen", "0.0.0.0:7070", "--root", "/workspace"]

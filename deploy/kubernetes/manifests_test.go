@@ -2,9 +2,10 @@
 // every manifest strictly into the Kubernetes API types (an unknown or
 // misspelled field, a wrong type, a duplicate key or an unknown kind fails)
 // and checks what the deployment relies on: selectors that match, ports
-// that exist, probes the kubelet can run, the executor's exact
-// capabilities, the network policy, and TLS files that come from read-only
-// Secrets.
+// that exist, probes that run each server's health subcommand over its own
+// transport, the executor's disruption budget, images pinned to a release,
+// the executor's exact capabilities, the network policy, and TLS files that
+// come from read-only Secrets.
 //
 // It lives in a module of its own so that the main module does not depend
 // on the Kubernetes API packages.
@@ -30,6 +31,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,8 +48,8 @@ const (
 	namespace         = "toolwire"
 	toolsvcName       = "toolsvc"
 	orchestratorName  = "orchestrator"
-	toolsvcImage      = "toolwire/toolsvc:latest"
-	orchestratorImage = "toolwire/orchestrator:latest"
+	toolsvcImage      = "toolwire/toolsvc:0.1.0"
+	orchestratorImage = "toolwire/orchestrator:0.1.0"
 	clusterDomain     = "svc.cluster.local"
 	kustomizationFile = "kustomization.yaml"
 	deploymentDoc     = "../../docs/deployment.md"
@@ -65,25 +67,28 @@ var toolsvcCapabilities = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "KILL", "
 var images = map[string]imageInfo{
 	toolsvcImage: {
 		dockerfile:   "../docker/toolsvc.Dockerfile",
+		binary:       "/usr/local/bin/toolsvc",
 		defaultGrace: 30 * time.Second,
 		// After the drain toolsvc closes the server within 5s.
 		afterGrace: 5 * time.Second,
 	},
 	orchestratorImage: {
 		dockerfile:   "../docker/orchestrator.Dockerfile",
+		binary:       "/usr/local/bin/orchestrator",
 		defaultGrace: 10 * time.Second,
 	},
 }
 
 type imageInfo struct {
 	dockerfile   string
+	binary       string // the server binary, whose health subcommand the probes run
 	defaultGrace time.Duration
 	afterGrace   time.Duration
 }
 
 // allowedKinds are the kinds this directory holds and the test checks.
 // Another kind needs its own checks before it is added here.
-var allowedKinds = map[string]bool{"Namespace": true, "Deployment": true, "Service": true, "NetworkPolicy": true}
+var allowedKinds = map[string]bool{"Namespace": true, "Deployment": true, "Service": true, "NetworkPolicy": true, "PodDisruptionBudget": true}
 
 // secretFlags are the flags whose value is a key or certificate file.
 var secretFlags = []string{"tls-cert", "tls-key", "tls-client-ca", "tls-ca", "token-file",
@@ -96,6 +101,7 @@ var decoder = func() runtime.Decoder {
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(appsv1.AddToScheme(s))
 	utilruntime.Must(networkingv1.AddToScheme(s))
+	utilruntime.Must(policyv1.AddToScheme(s))
 	return serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
 }()
 
@@ -160,6 +166,7 @@ type manifests struct {
 	deployments map[string]*appsv1.Deployment
 	services    map[string]*corev1.Service
 	policies    []*networkingv1.NetworkPolicy
+	budgets     []*policyv1.PodDisruptionBudget
 	all         []metav1.Object
 }
 
@@ -194,6 +201,8 @@ func load(t *testing.T) *manifests {
 				m.services[o.Name] = o
 			case *networkingv1.NetworkPolicy:
 				m.policies = append(m.policies, o)
+			case *policyv1.PodDisruptionBudget:
+				m.budgets = append(m.budgets, o)
 			}
 			m.all = append(m.all, obj.(metav1.Object))
 		}
@@ -345,8 +354,8 @@ func TestDeployments(t *testing.T) {
 			if c.Image != want {
 				t.Errorf("image %q, want %q", c.Image, want)
 			}
-			checkProbe(t, c, "readiness", c.ReadinessProbe)
-			checkProbe(t, c, "liveness", c.LivenessProbe)
+			checkProbe(t, m, d, c, c.ReadinessProbe, false)
+			checkProbe(t, m, d, c, c.LivenessProbe, true)
 			checkGrace(t, d, c)
 			checkVolumeMounts(t, &pod)
 			if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
@@ -356,44 +365,119 @@ func TestDeployments(t *testing.T) {
 	}
 }
 
-// checkProbe requires a probe the kubelet can run against a declared
-// port. The kubelet's gRPC probes speak plaintext only, so a grpc probe on
-// the port a container serves with TLS would always fail.
-func checkProbe(t *testing.T, c *corev1.Container, what string, p *corev1.Probe) {
+// checkProbe requires an exec probe that runs the container's own server
+// binary's health subcommand against the port the server listens on, over
+// the server's transport: the kubelet's grpc: probes speak plaintext only,
+// and a TCP check cannot see a draining server. Readiness must ask for the
+// service to be SERVING (so it fails while the server drains); liveness must
+// pass on any answer (--live), so a draining server is not restarted.
+func checkProbe(t *testing.T, m *manifests, d *appsv1.Deployment, c *corev1.Container, p *corev1.Probe, live bool) {
 	t.Helper()
+	what := "readiness"
+	if live {
+		what = "liveness"
+	}
 	if p == nil {
 		t.Errorf("container %s has no %s probe", c.Name, what)
 		return
 	}
 	h := p.ProbeHandler
-	handlers := 0
-	for _, set := range []bool{h.Exec != nil, h.HTTPGet != nil, h.TCPSocket != nil, h.GRPC != nil} {
-		if set {
-			handlers++
-		}
-	}
-	if handlers != 1 {
-		t.Errorf("%s probe of %s has %d handlers, want 1", what, c.Name, handlers)
+	if h.Exec == nil || h.HTTPGet != nil || h.TCPSocket != nil || h.GRPC != nil {
+		t.Errorf("%s probe of %s must be an exec probe, and only that", what, c.Name)
 		return
 	}
-	switch {
-	case h.TCPSocket != nil:
-		if _, err := containerPort(c, h.TCPSocket.Port); err != nil {
-			t.Errorf("%s probe of %s: %v", what, c.Name, err)
-		}
-	case h.GRPC != nil:
-		port, err := containerPort(c, intstr.FromInt32(h.GRPC.Port))
-		if err != nil {
-			t.Errorf("%s probe of %s: %v", what, c.Name, err)
-			return
-		}
-		args := effectiveArgs(t, c)
-		if _, tls := flagValue(args, "tls-cert"); tls && listenPort(t, args) == port.ContainerPort {
-			t.Errorf("%s probe of %s is a gRPC probe on port %d, which serves TLS; the kubelet's gRPC probes cannot speak TLS", what, c.Name, port.ContainerPort)
-		}
-	default:
-		t.Errorf("%s probe of %s must be tcpSocket or grpc", what, c.Name)
+	cmd := h.Exec.Command
+	info := images[c.Image]
+	if len(cmd) < 2 || cmd[0] != info.binary || cmd[1] != "health" {
+		t.Errorf("%s probe of %s runs %q, want %s health ...", what, c.Name, cmd, info.binary)
+		return
 	}
+	if !dockerfileInstalls(t, info.dockerfile, info.binary) {
+		t.Errorf("%s does not copy %s into the image", info.dockerfile, info.binary)
+	}
+	args := cmd[2:]
+	if _, isLive := flagValue(args, "live"); isLive != live {
+		t.Errorf("%s probe of %s: --live is %v, want %v (readiness must see NOT_SERVING, liveness must not)", what, c.Name, isLive, live)
+	}
+	if svc, ok := flagValue(args, "service"); ok && !live {
+		t.Errorf("%s probe of %s asks about --service=%q; the default (the server's own service) is what drains", what, c.Name, svc)
+	}
+	addr, ok := flagValue(args, "addr")
+	host, port, found := strings.Cut(addr, ":")
+	if !ok || !found || (host != "127.0.0.1" && host != "localhost") {
+		t.Errorf("%s probe of %s: --addr=%q, want the pod's own loopback", what, c.Name, addr)
+	} else if lp := listenPort(t, effectiveArgs(t, c)); port != strconv.Itoa(int(lp)) {
+		t.Errorf("%s probe of %s checks port %s; the server listens on %d", what, c.Name, port, lp)
+	}
+	// The probe speaks the server's transport.
+	server := effectiveArgs(t, c)
+	_, serverTLS := flagValue(server, "tls-cert")
+	_, probeTLS := flagValue(args, "tls-ca")
+	_, probeInsecure := flagValue(args, "insecure")
+	switch {
+	case serverTLS && !probeTLS:
+		t.Errorf("%s probe of %s has no --tls-ca, but the server serves TLS", what, c.Name)
+	case !serverTLS && !probeInsecure:
+		t.Errorf("%s probe of %s has no --insecure, but the server serves plaintext", what, c.Name)
+	}
+	// The certificate names the Service; the probe dials an IP address.
+	if serverTLS {
+		s := serviceOf(t, m, d)
+		want := s.Name + "." + s.Namespace + "." + clusterDomain
+		if got, _ := flagValue(args, "tls-server-name"); got != want {
+			t.Errorf("%s probe of %s: --tls-server-name=%q, want the Service's name %q", what, c.Name, got, want)
+		}
+	}
+	timeout := 3 * time.Second // the subcommand's default
+	if v, ok := flagValue(args, "timeout"); ok {
+		var err error
+		if timeout, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("%s probe of %s: --timeout=%q: %v", what, c.Name, v, err)
+		}
+	}
+	if limit := time.Duration(max(p.TimeoutSeconds, 1)) * time.Second; timeout >= limit {
+		t.Errorf("%s probe of %s: --timeout %v is not below timeoutSeconds %v: the kubelet would kill the probe before it says why", what, c.Name, timeout, limit)
+	}
+}
+
+// serviceOf returns the one Service that selects d's pods.
+func serviceOf(t *testing.T, m *manifests, d *appsv1.Deployment) *corev1.Service {
+	t.Helper()
+	var found []*corev1.Service
+	for _, s := range m.services {
+		if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d Services select the pods of %s, want 1", len(found), d.Name)
+	}
+	return found[0]
+}
+
+// dockerfileInstalls reports whether a COPY of the Dockerfile puts binary
+// into the image, as "COPY name... dir/" or "COPY name binary".
+func dockerfileInstalls(t *testing.T, file, binary string) bool {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, name := path.Split(binary)
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "COPY" {
+			continue
+		}
+		srcs, dst := f[1:len(f)-1], f[len(f)-1]
+		srcs = slices.DeleteFunc(slices.Clone(srcs), func(s string) bool { return strings.HasPrefix(s, "--") })
+		for _, src := range srcs {
+			if path.Base(src) == name && (dst == dir || dst == binary) || dst == binary {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // containerPort finds the declared port p names (by name or number).
@@ -729,6 +813,87 @@ func TestNetworkPolicy(t *testing.T) {
 	}
 }
 
+// TestPodDisruptionBudget checks that voluntary disruptions (node drains)
+// take toolsvc pods one at a time at most, that the budget selects exactly
+// the executors, and that it can be met: a budget that allows no eviction
+// blocks every node drain.
+func TestPodDisruptionBudget(t *testing.T) {
+	m := load(t)
+	toolsvc := m.deployment(t, toolsvcName)
+	var pdb *policyv1.PodDisruptionBudget
+	for _, b := range m.budgets {
+		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+		if err != nil {
+			t.Fatalf("PodDisruptionBudget %s: %v", b.Name, err)
+		}
+		for name, d := range m.deployments {
+			matches := !sel.Empty() && sel.Matches(labels.Set(d.Spec.Template.Labels))
+			if matches != (name == toolsvcName) {
+				t.Errorf("PodDisruptionBudget %s: selecting the pods of %s is %v", b.Name, name, matches)
+			}
+		}
+		if pdb != nil {
+			t.Errorf("two PodDisruptionBudgets: %s and %s", pdb.Name, b.Name)
+		}
+		pdb = b
+	}
+	if pdb == nil {
+		t.Fatal("no PodDisruptionBudget for toolsvc")
+	}
+	replicas := int(ptrOrZero(toolsvc.Spec.Replicas))
+	switch {
+	case pdb.Spec.MinAvailable != nil:
+		t.Errorf("minAvailable %s: use maxUnavailable, which keeps allowing an eviction whatever the replica count", pdb.Spec.MinAvailable.String())
+	case pdb.Spec.MaxUnavailable == nil:
+		t.Error("the budget sets neither maxUnavailable nor minAvailable")
+	default:
+		n, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, replicas, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 1 || n >= replicas {
+			t.Errorf("maxUnavailable %s of %d replicas allows %d evictions at once; want at least 1 and fewer than all", pdb.Spec.MaxUnavailable.String(), replicas, n)
+		}
+	}
+	// A pod that never became ready must not hold up a node drain.
+	if p := pdb.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
+		t.Errorf("unhealthyPodEvictionPolicy %v, want AlwaysAllow", p)
+	}
+}
+
+func ptrOrZero[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// TestImagesPinned checks that every image is named with a release tag or
+// a digest, never "latest" or no tag (which means latest), and that the
+// Dockerfiles' default base image is pinned as well.
+func TestImagesPinned(t *testing.T) {
+	pinned := regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*(:[0-9]+\.[0-9]+(\.[0-9]+)?(-[a-z0-9.]+)?|@sha256:[0-9a-f]{64})$`)
+	for ref, info := range images {
+		if !pinned.MatchString(ref) {
+			t.Errorf("image %q is not pinned to a release tag (name:1.2.3) or digest", ref)
+		}
+		base := dockerfileArg(t, info.dockerfile, "BASE")
+		if !pinned.MatchString(base) {
+			t.Errorf("%s: default BASE %q is not pinned to a release tag or digest", info.dockerfile, base)
+		}
+	}
+	// Both images come from one checkout: one release.
+	tags := map[string]bool{}
+	for ref := range images {
+		_, tag, _ := strings.Cut(ref, ":")
+		tags[tag] = true
+	}
+	if len(tags) != 1 {
+		t.Errorf("the images carry different tags %v; build and tag both from one release", tags)
+	}
+}
+
 func ptrOr(p *corev1.Protocol) corev1.Protocol {
 	if p == nil {
 		return ""
@@ -800,14 +965,22 @@ func TestSecrets(t *testing.T) {
 					}
 				}
 			}
-			args := effectiveArgs(t, c)
-			for _, f := range secretFlags {
-				file, ok := flagValue(args, f)
-				if !ok {
-					continue
+			// The server's flags and its probes' flags.
+			argLists := [][]string{effectiveArgs(t, c)}
+			for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe, c.StartupProbe} {
+				if p != nil && p.Exec != nil {
+					argLists = append(argLists, p.Exec.Command)
 				}
-				if !secretFile(c, vols, file) {
-					t.Errorf("%s: --%s=%s is not a file of a Secret mounted read-only", c.Name, f, file)
+			}
+			for _, args := range argLists {
+				for _, f := range secretFlags {
+					file, ok := flagValue(args, f)
+					if !ok {
+						continue
+					}
+					if !secretFile(c, vols, file) {
+						t.Errorf("%s: --%s=%s is not a file of a Secret mounted read-only", c.Name, f, file)
+					}
 				}
 			}
 		}

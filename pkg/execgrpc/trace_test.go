@@ -535,7 +535,7 @@ func TestToolMetricsCarryOnlyBoundedAttributes(t *testing.T) {
 
 	got := c.collect()
 	allowed := map[string][]string{
-		"gen_ai.execute_tool.duration":  {"gen_ai.tool.name", "toolwire.outcome"},
+		"toolwire.tool.duration":        {"gen_ai.tool.name", "toolwire.outcome"},
 		"toolwire.tool.queue_wait":      {"gen_ai.tool.name"},
 		"toolwire.tool.in_flight":       {"gen_ai.tool.name"},
 		"toolwire.tool.aborts":          {"gen_ai.tool.name", "toolwire.abort.reason"},
@@ -563,7 +563,7 @@ func TestToolMetricsCarryOnlyBoundedAttributes(t *testing.T) {
 		}
 	}
 
-	d := got["gen_ai.execute_tool.duration"]
+	d := got["toolwire.tool.duration"]
 	for _, want := range []map[string]string{
 		{"gen_ai.tool.name": "Bash", "toolwire.outcome": "success"},
 		{"gen_ai.tool.name": "Bash", "toolwire.outcome": "tool_error"},

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"slices"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -17,11 +17,24 @@ import (
 
 // Timing of health calls and DNS look-ups.
 const (
-	minRetry      = 100 * time.Millisecond // first wait after a failed health call
-	maxRetry      = 5 * time.Second        // longest wait between failed health calls
-	checkTimeout  = 5 * time.Second        // one Check call
-	lookupTimeout = 10 * time.Second       // one DNS look-up
+	checkTimeout  = 5 * time.Second  // one Check call
+	lookupTimeout = 10 * time.Second // one DNS look-up
 )
+
+// newRetry paces retries of failed health calls of one member: about
+// 100 ms after the first failure, doubling up to about 4 s, each wait
+// randomized by a quarter either way so that many members (or many
+// orchestrators) do not retry in step. The longest wait is 5 s. The watch
+// loop takes only the pacing from the library, not backoff.Retry: it never
+// gives up, and it switches between a Watch stream and steady polling.
+func newRetry() *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{
+		InitialInterval:     100 * time.Millisecond,
+		RandomizationFactor: 0.25,
+		Multiplier:          2,
+		MaxInterval:         4 * time.Second,
+	}
+}
 
 // errStopWatching ends a Watch stream whose member stopped serving.
 var errStopWatching = errors.New("member is not serving")
@@ -36,7 +49,7 @@ func (p *Pool) watch(ctx context.Context, m *member) {
 	defer p.wg.Done()
 	var (
 		client   healthpb.HealthClient
-		retry    backoff
+		retry    = newRetry()
 		polling  bool // m is not serving: poll until it is
 		pollOnly bool // m does not implement Watch
 	)
@@ -45,7 +58,7 @@ func (p *Pool) watch(ctx context.Context, m *member) {
 			conn, err := p.cfg.Conn(m.addr)
 			if err != nil {
 				p.setState(m, Unreachable, fmt.Errorf("connection: %w", err))
-				sleep(ctx, retry.next())
+				sleep(ctx, retry.NextBackOff())
 				continue
 			}
 			client = healthpb.NewHealthClient(conn)
@@ -54,7 +67,7 @@ func (p *Pool) watch(ctx context.Context, m *member) {
 		if polling || pollOnly {
 			var st State
 			if st, err = p.check(ctx, client); err == nil {
-				retry.reset()
+				retry.Reset()
 				p.setState(m, st, nil)
 				if st == Serving && !pollOnly {
 					polling = false
@@ -64,7 +77,7 @@ func (p *Pool) watch(ctx context.Context, m *member) {
 				continue
 			}
 		} else {
-			err = p.watchStream(ctx, m, client, &retry)
+			err = p.watchStream(ctx, m, client, retry)
 			switch {
 			case errors.Is(err, errStopWatching):
 				polling = true
@@ -80,14 +93,14 @@ func (p *Pool) watch(ctx context.Context, m *member) {
 			return
 		}
 		p.setState(m, Unreachable, err)
-		sleep(ctx, retry.next())
+		sleep(ctx, retry.NextBackOff())
 	}
 }
 
 // watchStream follows m's health on one Watch stream while it is SERVING.
 // It returns errStopWatching once m reports anything else, or the error
 // that broke the stream.
-func (p *Pool) watchStream(ctx context.Context, m *member, client healthpb.HealthClient, retry *backoff) error {
+func (p *Pool) watchStream(ctx context.Context, m *member, client healthpb.HealthClient, retry backoff.BackOff) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := client.Watch(ctx, &healthpb.HealthCheckRequest{Service: p.cfg.Service})
@@ -102,7 +115,7 @@ func (p *Pool) watchStream(ctx context.Context, m *member, client healthpb.Healt
 		if err != nil {
 			return fmt.Errorf("health watch: %w", err)
 		}
-		retry.reset()
+		retry.Reset()
 		st := stateOf(resp.GetStatus())
 		p.setState(m, st, nil)
 		if st != Serving {
@@ -188,19 +201,6 @@ func (p *Pool) resolve() error {
 	p.setMembersLocked(addrs)
 	return nil
 }
-
-// backoff spaces out retries of failed health calls: exponentially from
-// minRetry up to maxRetry, with jitter so that many members (or many
-// orchestrators) do not retry in step.
-type backoff struct{ failures int }
-
-func (b *backoff) next() time.Duration {
-	d := min(minRetry<<min(b.failures, 16), maxRetry)
-	b.failures++
-	return d/2 + rand.N(d/2+1)
-}
-
-func (b *backoff) reset() { b.failures = 0 }
 
 // sleep waits d or until ctx ends, and reports whether ctx is still alive.
 func sleep(ctx context.Context, d time.Duration) bool {

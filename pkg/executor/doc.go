@@ -19,6 +19,6 @@
 // Each call is traced with the OpenTelemetry API (a "run_tool <tool>" span
 // with queue_wait, validate, permission and "hook <event>" children, the
 // parent taken from the ToolUse's W3C trace context) and measured
-// (gen_ai.execute_tool.duration, toolwire.tool.*, toolwire.permission.*);
+// (toolwire.tool.*, toolwire.permission.*);
 // see telemetry.go. Without installed providers both are no-ops.
 package executor

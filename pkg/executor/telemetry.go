@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -47,16 +48,18 @@ const maxTraceContent = 8 << 10
 // the model may write anything there.
 const otherTool = "_OTHER"
 
-// Span and metric attribute keys.
+// Span and metric attribute keys: the OpenTelemetry semantic conventions'
+// (v1.41.0, the newest of the otel module's semconv packages that holds the
+// GenAI conventions), and toolwire's own where they have none.
 const (
-	keyToolName       = attribute.Key("gen_ai.tool.name")
-	keyCallID         = attribute.Key("gen_ai.tool.call.id")
-	keyArguments      = attribute.Key("gen_ai.tool.call.arguments")
-	keyResult         = attribute.Key("gen_ai.tool.call.result")
+	keyToolName       = semconv.GenAIToolNameKey
+	keyCallID         = semconv.GenAIToolCallIDKey
+	keyArguments      = semconv.GenAIToolCallArgumentsKey
+	keyResult         = semconv.GenAIToolCallResultKey
+	keyErrorType      = semconv.ErrorTypeKey
 	keySessionID      = attribute.Key("toolwire.session.id")
 	keyOutcome        = attribute.Key("toolwire.outcome")
 	keyDuplicate      = attribute.Key("toolwire.duplicate")
-	keyErrorType      = attribute.Key("error.type")
 	keyAbortReason    = attribute.Key("toolwire.abort.reason")
 	keyPermBehavior   = attribute.Key("toolwire.permission.behavior")
 	keyPermRule       = attribute.Key("toolwire.permission.rule")
@@ -131,7 +134,9 @@ func newTelemetry(content bool) (*telemetry, error) {
 	m := otel.Meter(instrumentationName)
 	t := &telemetry{tracer: otel.Tracer(instrumentationName), content: content, attrs: make(map[attrsKey]metric.MeasurementOption)}
 	var errs [6]error
-	t.duration, errs[0] = m.Float64Histogram("gen_ai.execute_tool.duration", metric.WithUnit("s"),
+	// The GenAI conventions define no metric for tool calls: ours is in
+	// toolwire's namespace.
+	t.duration, errs[0] = m.Float64Histogram("toolwire.tool.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time from a tool call's arrival to its result."),
 		metric.WithExplicitBucketBoundaries(durationBuckets...))
 	t.queueWait, errs[1] = m.Float64Histogram("toolwire.tool.queue_wait", metric.WithUnit("s"),

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
+	"github.com/cenkalti/backoff/v5"
 )
 
 // Defaults of Config.
@@ -47,9 +47,11 @@ type Config struct {
 	// means none.
 	MaxRetries int
 	// RetryBaseDelay is the first backoff; each retry doubles it, up to
-	// RetryMaxDelay, plus up to a quarter of random jitter.
+	// RetryMaxDelay, each randomized by up to a quarter either way.
 	RetryBaseDelay time.Duration
-	// RetryMaxDelay caps one backoff.
+	// RetryMaxDelay caps one backoff before its randomization, and the
+	// wait a retry-after header may ask for (a longer one is not waited
+	// for: the backoff applies).
 	RetryMaxDelay time.Duration
 	// StreamIdleTimeout ends a response stream that delivers nothing for
 	// this long.
@@ -372,29 +374,68 @@ func (c *Client) Stream(ctx context.Context, req Request, on func(Event)) (resp 
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 1; ; attempt++ {
+	policy := &retryPolicy{max: c.cfg.RetryMaxDelay, exp: backoff.ExponentialBackOff{
+		InitialInterval:     c.cfg.RetryBaseDelay,
+		RandomizationFactor: 0.25,
+		Multiplier:          2,
+		MaxInterval:         c.cfg.RetryMaxDelay,
+	}}
+	attempt := 0
+	resp, err = backoff.Retry(ctx, func() (*Response, error) {
+		attempt++
 		resp, progressed, err := c.streamOnce(ctx, params, on)
-		if err == nil {
+		policy.last = err
+		switch {
+		case err == nil:
 			return resp, nil
+		case progressed:
+			// Content reached the caller: sending the request again would
+			// repeat it. The caller gets the complete blocks and the error.
+			return resp, backoff.Permanent(err)
+		case ctx.Err() != nil || !retryable(err):
+			return nil, backoff.Permanent(err)
 		}
-		if progressed || ctx.Err() != nil || !retryable(err) || attempt > c.cfg.MaxRetries {
-			if !progressed {
-				resp = nil
-			}
-			return resp, err
-		}
-		delay := c.backoff(attempt, err)
-		c.log.WarnContext(ctx, "model request failed; retrying", "attempt", attempt, "max_retries", c.cfg.MaxRetries, "delay", delay, "err", err)
-		on(Event{Kind: EventRetry, Retry: &Retry{Attempt: attempt, MaxRetries: c.cfg.MaxRetries, Delay: delay, Err: err}})
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("model: waiting to retry: %w", context.Cause(ctx))
-		case <-t.C:
-		}
+		return nil, err
+	},
+		backoff.WithBackOff(policy),
+		backoff.WithMaxTries(uint(c.cfg.MaxRetries)+1),
+		// MaxRetries bounds the retries; the caller's ctx bounds the time.
+		backoff.WithMaxElapsedTime(0),
+		backoff.WithNotify(func(err error, delay time.Duration) {
+			c.log.WarnContext(ctx, "model request failed; retrying", "attempt", attempt, "max_retries", c.cfg.MaxRetries, "delay", delay, "err", err)
+			on(Event{Kind: EventRetry, Retry: &Retry{Attempt: attempt, MaxRetries: c.cfg.MaxRetries, Delay: delay, Err: err}})
+		}))
+	// The last try returns its error as the operation gave it.
+	if perm, ok := err.(*backoff.PermanentError); ok {
+		err = perm.Unwrap()
 	}
+	if cause := context.Cause(ctx); cause != nil && errors.Is(err, cause) && !errors.Is(policy.last, cause) {
+		err = fmt.Errorf("model: waiting to retry: %w", err)
+	}
+	return resp, err
 }
+
+// retryPolicy paces the retries of one Stream: exponential backoff with
+// jitter, except that a retry-after the API sent is honoured when it is no
+// longer than max.
+type retryPolicy struct {
+	exp  backoff.ExponentialBackOff
+	max  time.Duration
+	last error // of the attempt that just failed
+}
+
+// NextBackOff implements backoff.BackOff.
+func (p *retryPolicy) NextBackOff() time.Duration {
+	d := p.exp.NextBackOff()
+	var ae *APIError
+	if errors.As(p.last, &ae) && ae.RetryAfter > 0 && ae.RetryAfter <= p.max {
+		return ae.RetryAfter
+	}
+	return d
+}
+
+// Reset implements backoff.BackOff.
+func (p *retryPolicy) Reset() { p.exp.Reset() }
 
 func retryable(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -407,18 +448,6 @@ func retryable(err error) bool {
 	// Connection refused or reset, or a body cut before any content: the
 	// request may well succeed again.
 	return true
-}
-
-func (c *Client) backoff(attempt int, err error) time.Duration {
-	var ae *APIError
-	if errors.As(err, &ae) && ae.RetryAfter > 0 && ae.RetryAfter <= c.cfg.RetryMaxDelay {
-		return ae.RetryAfter
-	}
-	d := c.cfg.RetryBaseDelay << min(attempt-1, 20)
-	if d > c.cfg.RetryMaxDelay || d <= 0 {
-		d = c.cfg.RetryMaxDelay
-	}
-	return d + time.Duration(rand.Int64N(int64(d)/4+1))
 }
 
 func (c *Client) params(req Request) (anthropic.MessageNewParams, error) {
@@ -480,13 +509,13 @@ func (c *Client) params(req Request) (anthropic.MessageNewParams, error) {
 	return p, nil
 }
 
-// partial is a content block being streamed.
-type partial struct {
-	block Block
-	text  strings.Builder // text, thinking, or tool input
-	sig   strings.Builder
-}
-
+// streamOnce sends the request once and streams its response. The SDK's
+// Message.Accumulate builds the message from the events; streamOnce adds
+// what a conversation needs on top: each block is handed to on the moment
+// its content_block_stop arrives (a tool_use then starts on the executor
+// while the model goes on), and Response keeps only the blocks that
+// arrived complete, so that a stream cut mid-message leaves a response
+// whose every block can be kept.
 func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, on func(Event)) (resp *Response, progressed bool, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -497,69 +526,53 @@ func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewPara
 	defer stream.Close()
 
 	resp = &Response{}
-	open := map[int64]*partial{}
+	var msg anthropic.Message
 	for stream.Next() {
 		idle.Reset(c.cfg.StreamIdleTimeout)
 		ev := stream.Current()
+		// The SDK empties a tool input that is not valid JSON when its
+		// block stops. The executor must see the model's input as it came,
+		// to answer with the InputValidationError the model knows.
+		var rawInput string
+		if ev.Type == "content_block_stop" && ev.Index >= 0 && ev.Index < int64(len(msg.Content)) {
+			rawInput = string(msg.Content[ev.Index].Input)
+		}
+		if err := msg.Accumulate(ev); err != nil {
+			return resp, progressed, fmt.Errorf("model: malformed response stream: %w", err)
+		}
 		switch ev.Type {
 		case "message_start":
-			resp.ID = ev.Message.ID
-			resp.Model = string(ev.Message.Model)
+			resp.ID, resp.Model = msg.ID, string(msg.Model)
 			resp.Usage = Usage{
-				InputTokens:              ev.Message.Usage.InputTokens,
-				OutputTokens:             ev.Message.Usage.OutputTokens,
-				CacheReadInputTokens:     ev.Message.Usage.CacheReadInputTokens,
-				CacheCreationInputTokens: ev.Message.Usage.CacheCreationInputTokens,
+				InputTokens:              msg.Usage.InputTokens,
+				OutputTokens:             msg.Usage.OutputTokens,
+				CacheReadInputTokens:     msg.Usage.CacheReadInputTokens,
+				CacheCreationInputTokens: msg.Usage.CacheCreationInputTokens,
 			}
 			on(Event{Kind: EventMessageStart, MessageID: resp.ID})
 		case "content_block_start":
 			progressed = true
-			cb := ev.ContentBlock
-			p := &partial{block: Block{Type: BlockType(cb.Type)}}
-			switch p.block.Type {
-			case BlockText:
-				p.text.WriteString(cb.Text)
-			case BlockThinking:
-				p.text.WriteString(cb.Thinking)
-				p.sig.WriteString(cb.Signature)
-			case BlockRedactedThinking:
-				p.block.Data = cb.Data
-			case BlockToolUse:
-				p.block.ID, p.block.Name = cb.ID, cb.Name
-			}
-			open[ev.Index] = p
 		case "content_block_delta":
-			p := open[ev.Index]
-			if p == nil {
-				continue
-			}
 			switch ev.Delta.Type {
 			case "text_delta":
-				p.text.WriteString(ev.Delta.Text)
 				on(Event{Kind: EventTextDelta, MessageID: resp.ID, Index: int(ev.Index), Text: ev.Delta.Text})
 			case "thinking_delta":
-				p.text.WriteString(ev.Delta.Thinking)
 				on(Event{Kind: EventThinkingDelta, MessageID: resp.ID, Index: int(ev.Index), Text: ev.Delta.Thinking})
-			case "signature_delta":
-				p.sig.WriteString(ev.Delta.Signature)
-			case "input_json_delta":
-				p.text.WriteString(ev.Delta.PartialJSON)
 			}
 		case "content_block_stop":
-			p := open[ev.Index]
-			if p == nil {
-				continue
-			}
-			delete(open, ev.Index)
-			b, raw, ok := p.finish()
+			b, raw, ok := blockOf(msg.Content[ev.Index], rawInput)
 			if !ok {
 				continue
 			}
 			resp.Content = append(resp.Content, b)
 			on(Event{Kind: EventBlockComplete, MessageID: resp.ID, Index: int(ev.Index), Block: &b, RawInput: raw})
 		case "message_delta":
-			resp.StopReason = StopReason(ev.Delta.StopReason)
-			resp.StopSequence = ev.Delta.StopSequence
+			resp.StopReason = StopReason(msg.StopReason)
+			resp.StopSequence = msg.StopSequence
+			// Our own usage update, not the accumulated one: the SDK takes
+			// any count message_delta carries, a zero too, which would erase
+			// the count message_start gave. No message has zero input
+			// tokens: a zero means "not reported".
 			resp.Usage.OutputTokens = ev.Usage.OutputTokens
 			if ev.Usage.JSON.InputTokens.Valid() && ev.Usage.InputTokens > 0 {
 				resp.Usage.InputTokens = ev.Usage.InputTokens
@@ -593,29 +606,34 @@ func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewPara
 	return resp, progressed, nil
 }
 
-// finish turns a streamed block into a Block; ok is false for block kinds
-// a conversation does not keep.
-func (p *partial) finish() (b Block, rawInput string, ok bool) {
-	b = p.block
+// blockOf turns a content block that arrived complete into a Block; ok is
+// false for block kinds a conversation does not keep (server tools'
+// blocks). rawInput is a tool_use's input as the model streamed it, which
+// may not be JSON: the Block then carries an empty object and the raw text
+// goes to the executor.
+func blockOf(cb anthropic.ContentBlockUnion, rawInput string) (b Block, raw string, ok bool) {
+	b = Block{Type: BlockType(cb.Type)}
 	switch b.Type {
 	case BlockText:
-		b.Text = p.text.String()
+		b.Text = cb.Text
 	case BlockThinking:
-		b.Thinking, b.Signature = p.text.String(), p.sig.String()
+		b.Thinking, b.Signature = cb.Thinking, cb.Signature
 	case BlockRedactedThinking:
+		b.Data = cb.Data
 	case BlockToolUse:
-		rawInput = p.text.String()
-		if rawInput == "" {
-			rawInput = "{}"
+		b.ID, b.Name = cb.ID, cb.Name
+		raw = rawInput
+		if raw == "" {
+			raw = "{}"
 		}
 		b.Input = json.RawMessage(`{}`)
-		if isJSONObject(rawInput) {
-			b.Input = json.RawMessage(rawInput)
+		if isJSONObject(raw) {
+			b.Input = json.RawMessage(raw)
 		}
 	default:
 		return Block{}, "", false
 	}
-	return b, rawInput, true
+	return b, raw, true
 }
 
 func isJSONObject(s string) bool {

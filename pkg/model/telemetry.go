@@ -8,42 +8,33 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 	"go.opentelemetry.io/otel/trace"
 )
 
 // instrumentation is the name of this package's tracer and meter.
 const instrumentation = "github.com/toolwire/toolwire/pkg/model"
 
-// Attribute keys of the OpenTelemetry GenAI conventions used here.
-const (
-	attrOperation     = attribute.Key("gen_ai.operation.name")
-	attrProvider      = attribute.Key("gen_ai.provider.name")
-	attrRequestModel  = attribute.Key("gen_ai.request.model")
-	attrMaxTokens     = attribute.Key("gen_ai.request.max_tokens")
-	attrResponseModel = attribute.Key("gen_ai.response.model")
-	attrResponseID    = attribute.Key("gen_ai.response.id")
-	attrFinishReasons = attribute.Key("gen_ai.response.finish_reasons")
-	attrInputTokens   = attribute.Key("gen_ai.usage.input_tokens")
-	attrOutputTokens  = attribute.Key("gen_ai.usage.output_tokens")
-	attrTokenType     = attribute.Key("gen_ai.token.type")
-	attrErrorType     = attribute.Key("error.type")
-)
+// The spans and metrics follow the OpenTelemetry GenAI semantic
+// conventions, with the keys and instruments of the otel module's semconv
+// v1.41.0: the newest of its semconv packages that holds them (v1.42.0
+// moved them out).
 
 // meters holds the model client's instruments; without a configured
 // meter provider they record nothing.
 type meters struct {
-	duration metric.Float64Histogram
-	tokens   metric.Int64Histogram
+	duration genaiconv.ClientOperationDuration
+	tokens   genaiconv.ClientTokenUsage
 }
 
 func newMeters() meters {
 	m := otel.Meter(instrumentation)
 	var ms meters
-	ms.duration, _ = m.Float64Histogram("gen_ai.client.operation.duration",
-		metric.WithUnit("s"), metric.WithDescription("Duration of Messages API requests, retries included."))
-	ms.tokens, _ = m.Int64Histogram("gen_ai.client.token.usage",
-		metric.WithUnit("{token}"), metric.WithDescription("Tokens per Messages API request, by token type."))
+	// Errors only come from an invalid instrument name; the conventions'
+	// names are valid, and a failed instrument records nothing.
+	ms.duration, _ = genaiconv.NewClientOperationDuration(m)
+	ms.tokens, _ = genaiconv.NewClientTokenUsage(m)
 	return ms
 }
 
@@ -52,37 +43,38 @@ func startChat(ctx context.Context, req Request) (context.Context, trace.Span) {
 	return otel.Tracer(instrumentation).Start(ctx, "chat "+req.Model,
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
-			attrOperation.String("chat"),
-			attrProvider.String("anthropic"),
-			attrRequestModel.String(req.Model),
-			attrMaxTokens.Int(req.MaxTokens),
+			semconv.GenAIOperationNameChat,
+			semconv.GenAIProviderNameAnthropic,
+			semconv.GenAIRequestModel(req.Model),
+			semconv.GenAIRequestMaxTokens(req.MaxTokens),
 		))
 }
 
 // endChat records the outcome of a model request on its span and in the
-// metrics.
+// metrics: gen_ai.client.operation.duration (retries included) and
+// gen_ai.client.token.usage.
 func (ms meters) endChat(ctx context.Context, span trace.Span, req Request, start time.Time, resp *Response, err error) {
-	common := []attribute.KeyValue{attrOperation.String("chat"), attrProvider.String("anthropic"), attrRequestModel.String(req.Model)}
+	common := []attribute.KeyValue{ms.duration.AttrRequestModel(req.Model)}
 	if resp != nil {
 		span.SetAttributes(
-			attrResponseID.String(resp.ID),
-			attrResponseModel.String(resp.Model),
-			attrInputTokens.Int64(resp.Usage.InputTokens),
-			attrOutputTokens.Int64(resp.Usage.OutputTokens),
+			semconv.GenAIResponseID(resp.ID),
+			semconv.GenAIResponseModel(resp.Model),
+			semconv.GenAIUsageInputTokensKey.Int64(resp.Usage.InputTokens),
+			semconv.GenAIUsageOutputTokensKey.Int64(resp.Usage.OutputTokens),
 		)
 		if resp.StopReason != "" {
-			span.SetAttributes(attrFinishReasons.StringSlice([]string{string(resp.StopReason)}))
+			span.SetAttributes(semconv.GenAIResponseFinishReasons(string(resp.StopReason)))
 		}
-		ms.tokens.Record(ctx, resp.Usage.InputTokens, metric.WithAttributes(append(common, attrTokenType.String("input"))...))
-		ms.tokens.Record(ctx, resp.Usage.OutputTokens, metric.WithAttributes(append(common, attrTokenType.String("output"))...))
+		ms.tokens.Record(ctx, resp.Usage.InputTokens, genaiconv.OperationNameChat, genaiconv.ProviderNameAnthropic, genaiconv.TokenTypeInput, common...)
+		ms.tokens.Record(ctx, resp.Usage.OutputTokens, genaiconv.OperationNameChat, genaiconv.ProviderNameAnthropic, genaiconv.TokenTypeOutput, common...)
 	}
 	if err != nil {
 		kind := errorType(err)
-		span.SetAttributes(attrErrorType.String(kind))
+		span.SetAttributes(semconv.ErrorTypeKey.String(kind))
 		span.SetStatus(codes.Error, kind)
-		common = append(common, attrErrorType.String(kind))
+		common = append(common, ms.duration.AttrErrorType(genaiconv.ErrorTypeAttr(kind)))
 	}
-	ms.duration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(common...))
+	ms.duration.Record(ctx, time.Since(start).Seconds(), genaiconv.OperationNameChat, genaiconv.ProviderNameAnthropic, common...)
 	span.End()
 }
 
@@ -100,5 +92,5 @@ func errorType(err error) string {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	}
-	return "_OTHER"
+	return semconv.ErrorTypeOther.Value.AsString()
 }

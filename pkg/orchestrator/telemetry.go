@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
@@ -16,15 +17,17 @@ import (
 // instrumentation is the name of this package's tracer.
 const instrumentation = "github.com/toolwire/toolwire/pkg/orchestrator"
 
-// Attribute keys: the OpenTelemetry GenAI conventions, and ours.
+// Attribute keys: the OpenTelemetry semantic conventions (v1.41.0, the
+// newest of the otel module's semconv packages that holds the GenAI
+// conventions), and ours where they have none.
 const (
-	attrOperation      = attribute.Key("gen_ai.operation.name")
-	attrAgentName      = attribute.Key("gen_ai.agent.name")
-	attrConversationID = attribute.Key("gen_ai.conversation.id")
-	attrToolName       = attribute.Key("gen_ai.tool.name")
-	attrToolCallID     = attribute.Key("gen_ai.tool.call.id")
-	attrToolType       = attribute.Key("gen_ai.tool.type")
-	attrErrorType      = attribute.Key("error.type")
+	attrOperation      = semconv.GenAIOperationNameKey
+	attrAgentName      = semconv.GenAIAgentNameKey
+	attrConversationID = semconv.GenAIConversationIDKey
+	attrToolName       = semconv.GenAIToolNameKey
+	attrToolCallID     = semconv.GenAIToolCallIDKey
+	attrToolType       = semconv.GenAIToolTypeKey
+	attrErrorType      = semconv.ErrorTypeKey
 	attrStopReason     = attribute.Key("toolwire.turn.stop_reason")
 	attrRequests       = attribute.Key("toolwire.turn.requests")
 	attrOutcome        = attribute.Key("toolwire.outcome")

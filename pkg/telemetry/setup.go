@@ -9,22 +9,20 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
 // EnvUsage is a short description of the environment variables Setup
 // reads, for the usage text of the binaries.
-const EnvUsage = `OpenTelemetry (traces and metrics over OTLP) is configured by the standard
-environment variables; nothing is exported unless an endpoint is set:
+const EnvUsage = `OpenTelemetry (traces and metrics) is configured by the standard environment
+variables; nothing is exported unless an endpoint or a Prometheus port is asked for:
   OTEL_EXPORTER_OTLP_ENDPOINT           collector endpoint for traces and metrics,
                                         e.g. http://localhost:4318 (or _TRACES_/_METRICS_ENDPOINT)
   OTEL_EXPORTER_OTLP_PROTOCOL           http/protobuf (default) or grpc
@@ -32,8 +30,10 @@ environment variables; nothing is exported unless an endpoint is set:
   OTEL_SERVICE_NAME                     service.name (default: the program's name)
   OTEL_RESOURCE_ATTRIBUTES              more resource attributes, k1=v1,k2=v2
   OTEL_TRACES_SAMPLER, _SAMPLER_ARG     e.g. parentbased_traceidratio and 0.1
-  OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER
-                                        otlp (default) or none
+  OTEL_TRACES_EXPORTER                  otlp (default) or none
+  OTEL_METRICS_EXPORTER                 otlp (default), prometheus or none; prometheus
+                                        serves /metrics on OTEL_EXPORTER_PROMETHEUS_HOST
+                                        (default localhost) and _PORT (default 9464)
   OTEL_SDK_DISABLED=true                turns all of it off
 `
 
@@ -51,9 +51,13 @@ type Options struct {
 }
 
 // Setup installs the W3C tracecontext and baggage propagators, and — when
-// the OTEL_* environment asks for an OTLP export — a global tracer provider
+// the OTEL_* environment asks for an export — a global tracer provider
 // (batching span processor; sampler from OTEL_TRACES_SAMPLER) and a global
-// meter provider (periodic reader). Without an endpoint, with
+// meter provider (a periodic OTLP reader, or a Prometheus endpoint). The
+// exporters themselves come from the OpenTelemetry contrib package
+// autoexport, which reads OTEL_*_EXPORTER and the exporters' own variables;
+// Setup decides before it whether a signal is exported at all. Without an
+// endpoint (or OTEL_METRICS_EXPORTER=prometheus), with
 // OTEL_SDK_DISABLED=true or with the signal's exporter set to "none",
 // nothing is exported and no exporter or background goroutine exists: the
 // global providers stay the no-op ones.
@@ -74,7 +78,7 @@ func Setup(ctx context.Context, opts Options) (shutdown func(context.Context) er
 	if err != nil {
 		return nil, err
 	}
-	if !traces.enabled && !metrics.enabled {
+	if !traces && !metrics {
 		return nothing, nil
 	}
 	res, err := newResource(ctx, opts)
@@ -96,63 +100,63 @@ func Setup(ctx context.Context, opts Options) (shutdown func(context.Context) er
 		}
 		return errors.Join(errs...)
 	}
-	if traces.enabled {
-		exp, err := newTraceExporter(ctx, traces.protocol)
+	if traces {
+		exp, err := autoexport.NewSpanExporter(ctx)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("trace exporter: %w", err)
 		}
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 		otel.SetTracerProvider(tp)
 		shutdowns = append(shutdowns, tp.Shutdown)
 	}
-	if metrics.enabled {
-		exp, err := newMetricExporter(ctx, metrics.protocol)
+	if metrics {
+		reader, err := autoexport.NewMetricReader(ctx)
 		if err != nil {
-			return nil, errors.Join(err, shutdown(ctx))
+			return nil, errors.Join(fmt.Errorf("metric reader: %w", err), shutdown(ctx))
 		}
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(res))
 		otel.SetMeterProvider(mp)
 		shutdowns = append(shutdowns, mp.Shutdown)
 	}
 	return shutdown, nil
 }
 
-// Protocols of OTLP export.
-const (
-	protocolGRPC = "grpc"
-	protocolHTTP = "http/protobuf"
-)
-
-// export is what the environment says about exporting one signal.
-type export struct {
-	enabled  bool
-	protocol string
-}
-
-// exportFromEnv reads OTEL_<signal>_EXPORTER, the endpoint and the protocol
-// of one signal ("TRACES" or "METRICS"); the per-signal variables win over
-// the general ones, as the specification says.
-func exportFromEnv(signal string) (export, error) {
-	switch exp := strings.TrimSpace(os.Getenv("OTEL_" + signal + "_EXPORTER")); exp {
-	case "", "otlp":
-	case "none":
-		return export{}, nil
+// exportFromEnv reports whether the environment asks to export one
+// signal ("TRACES" or "METRICS"): OTEL_<signal>_EXPORTER is otlp (or unset)
+// and an OTLP endpoint is set, or it is prometheus (metrics only). It
+// checks what autoexport will read, so that a mistake is reported with the
+// variable's name.
+//
+// Two choices differ from autoexport's defaults. OTLP without an endpoint
+// exports nothing (autoexport would send to localhost): a binary started
+// without telemetry configured starts no exporter. And "console" is
+// refused: standard output carries the programs' own output (the JSON of
+// toolsvc call and orchestrator -p), which spans would corrupt.
+func exportFromEnv(signal string) (bool, error) {
+	name := "OTEL_" + signal + "_EXPORTER"
+	switch exp := strings.TrimSpace(os.Getenv(name)); {
+	case exp == "none":
+		return false, nil
+	case exp == "prometheus" && signal == "METRICS":
+		return true, nil
+	case exp == "console":
+		return false, fmt.Errorf("%s=console is not supported: standard output carries the program's own output", name)
+	case exp != "" && exp != "otlp":
+		supported := "otlp and none"
+		if signal == "METRICS" {
+			supported = "otlp, prometheus and none"
+		}
+		return false, fmt.Errorf("%s=%q: only %s are supported", name, exp, supported)
+	}
+	if firstEnv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT") == "" {
+		return false, nil
+	}
+	switch protocol := firstEnv("OTEL_EXPORTER_OTLP_"+signal+"_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"); protocol {
+	case "", "grpc", "http/protobuf":
 	default:
-		return export{}, fmt.Errorf("OTEL_%s_EXPORTER=%q: only otlp and none are supported", signal, exp)
+		return false, fmt.Errorf("OTLP protocol %q for %s: want grpc or http/protobuf", protocol, strings.ToLower(signal))
 	}
-	endpoint := firstEnv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-	if endpoint == "" {
-		return export{}, nil
-	}
-	protocol := firstEnv("OTEL_EXPORTER_OTLP_"+signal+"_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
-	switch protocol {
-	case "":
-		protocol = protocolHTTP
-	case protocolGRPC, protocolHTTP:
-	default:
-		return export{}, fmt.Errorf("OTLP protocol %q for %s: want grpc or http/protobuf", protocol, strings.ToLower(signal))
-	}
-	return export{enabled: true, protocol: protocol}, nil
+	return true, nil
 }
 
 // firstEnv returns the first non-empty value of the variables.
@@ -170,10 +174,10 @@ func firstEnv(names ...string) string {
 func newResource(ctx context.Context, opts Options) (*resource.Resource, error) {
 	var attrs []attribute.KeyValue
 	if opts.ServiceName != "" {
-		attrs = append(attrs, attribute.String("service.name", opts.ServiceName))
+		attrs = append(attrs, semconv.ServiceName(opts.ServiceName))
 	}
 	if opts.ServiceVersion != "" {
-		attrs = append(attrs, attribute.String("service.version", opts.ServiceVersion))
+		attrs = append(attrs, semconv.ServiceVersion(opts.ServiceVersion))
 	}
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attrs...),
@@ -185,39 +189,4 @@ func newResource(ctx context.Context, opts Options) (*resource.Resource, error) 
 		return nil, fmt.Errorf("opentelemetry resource: %w", err)
 	}
 	return res, nil
-}
-
-// newTraceExporter builds the OTLP span exporter; it reads the endpoint,
-// headers, TLS and timeout from the environment itself.
-func newTraceExporter(ctx context.Context, protocol string) (sdktrace.SpanExporter, error) {
-	var (
-		exp sdktrace.SpanExporter
-		err error
-	)
-	if protocol == protocolGRPC {
-		exp, err = otlptracegrpc.New(ctx)
-	} else {
-		exp, err = otlptracehttp.New(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("OTLP trace exporter (%s): %w", protocol, err)
-	}
-	return exp, nil
-}
-
-// newMetricExporter builds the OTLP metric exporter from the environment.
-func newMetricExporter(ctx context.Context, protocol string) (sdkmetric.Exporter, error) {
-	var (
-		exp sdkmetric.Exporter
-		err error
-	)
-	if protocol == protocolGRPC {
-		exp, err = otlpmetricgrpc.New(ctx)
-	} else {
-		exp, err = otlpmetrichttp.New(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("OTLP metric exporter (%s): %w", protocol, err)
-	}
-	return exp, nil
 }

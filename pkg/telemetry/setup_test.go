@@ -2,7 +2,12 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +35,7 @@ var otelEnv = []string{
 	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
 	"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
 	"OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
+	"OTEL_EXPORTER_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_PORT", "OTEL_METRICS_PRODUCERS",
 }
 
 // cleanGlobals clears the OTEL_* environment and puts the global
@@ -63,6 +69,7 @@ func TestSetupWithoutEndpointExportsNothing(t *testing.T) {
 		"no endpoint":       {},
 		"sdk disabled":      {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_SDK_DISABLED": "true"},
 		"exporters none":    {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none"},
+		"otlp, no endpoint": {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_METRICS_EXPORTER": "otlp"},
 		"only a log target": {"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://127.0.0.1:1"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -92,8 +99,12 @@ func TestSetupWithoutEndpointExportsNothing(t *testing.T) {
 
 func TestSetupRejectsWhatItCannotExport(t *testing.T) {
 	for name, env := range map[string]map[string]string{
-		"json protocol":    {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
-		"console exporter": {"OTEL_TRACES_EXPORTER": "console"},
+		"json protocol":           {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
+		"console exporter":        {"OTEL_TRACES_EXPORTER": "console"},
+		"console metrics":         {"OTEL_METRICS_EXPORTER": "console"},
+		"prometheus for traces":   {"OTEL_TRACES_EXPORTER": "prometheus"},
+		"unknown exporter":        {"OTEL_METRICS_EXPORTER": "statsd"},
+		"invalid Prometheus port": {"OTEL_METRICS_EXPORTER": "prometheus", "OTEL_EXPORTER_PROMETHEUS_HOST": "127.0.0.1", "OTEL_EXPORTER_PROMETHEUS_PORT": "none"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cleanGlobals(t)
@@ -179,6 +190,74 @@ func TestSetupSamplerFromEnvironment(t *testing.T) {
 	if len(spans) != 0 {
 		t.Fatalf("always_off sampler exported %d spans", len(spans))
 	}
+}
+
+// TestSetupServesPrometheus asks for OTEL_METRICS_EXPORTER=prometheus: the
+// metrics are served on the configured address, a second set-up on the same
+// port fails, and shutdown stops the server (goleak checks its goroutines).
+func TestSetupServesPrometheus(t *testing.T) {
+	cleanGlobals(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	_ = l.Close()
+	t.Setenv("OTEL_METRICS_EXPORTER", "prometheus")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_HOST", "127.0.0.1")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_PORT", port)
+	shutdown := setup(t)
+	if _, ok := otel.GetTracerProvider().(*sdktrace.TracerProvider); ok {
+		t.Error("a tracer provider was installed without a trace endpoint")
+	}
+	counter, err := otel.Meter("test").Int64Counter("test.exported.count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter.Add(context.Background(), 3)
+	url := "http://127.0.0.1:" + port + "/metrics"
+	page, err := get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasLine(page, "test_exported_count_total{", " 3") || !hasLine(page, `target_info{`, "") || !strings.Contains(page, `service_name="svc-under-test"`) {
+		t.Errorf("%s does not show the counter and the service:\n%s", url, page)
+	}
+	if _, err := Setup(context.Background(), Options{ServiceName: "second"}); err == nil || !strings.Contains(err.Error(), port) {
+		t.Errorf("a second set-up on port %s: %v, want an error naming the port", port, err)
+	}
+	if err := shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := get(url); err == nil {
+		t.Error("the metrics are still served after shutdown")
+	}
+}
+
+// get returns the body of an HTTP GET of url.
+func get(url string) (string, error) {
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(b), err
+}
+
+// hasLine reports whether page has a line starting with prefix and ending
+// with suffix.
+func hasLine(page, prefix, suffix string) bool {
+	for line := range strings.SplitSeq(page, "\n") {
+		if strings.HasPrefix(line, prefix) && strings.HasSuffix(line, suffix) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestInjectToolUse(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -118,6 +119,14 @@ func TestComposeConversationTrace(t *testing.T) {
 		return err
 	})
 
+	// Compose started the orchestrator once toolsvc was healthy; now the
+	// orchestrator must become healthy too, each by the HEALTHCHECK of its
+	// image: the health subcommand.
+	for _, service := range []string{"toolsvc", "orchestrator"} {
+		step(t, service+" healthy", func() error {
+			return d.waitHealthy(2*time.Minute, service)
+		})
+	}
 	step(t, "orchestrator serving", func() error {
 		conn, err := grpc.NewClient(orchestratorAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
@@ -171,6 +180,47 @@ func TestComposeConversationTrace(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// waitHealthy waits until Docker reports service's container healthy,
+// after checking that its health check is the service's own health
+// subcommand (the image's HEALTHCHECK, which docker-compose.yml keeps).
+func (d *deployment) waitHealthy(limit time.Duration, service string) error {
+	id, err := d.run(time.Minute, "ps", "-q", service)
+	if err != nil {
+		return err
+	}
+	if id == "" {
+		return fmt.Errorf("no container of %s", service)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	test, err := docker(ctx, "inspect", "-f", "{{json .Config.Healthcheck.Test}}", id)
+	if err != nil {
+		return err
+	}
+	var argv []string
+	if err := json.Unmarshal([]byte(test), &argv); err != nil {
+		return fmt.Errorf("health check of %s: %q: %v", service, test, err)
+	}
+	if len(argv) < 3 || argv[0] != "CMD" || path.Base(argv[1]) != service || argv[2] != "health" {
+		return fmt.Errorf("the health check of %s is %q, want [CMD %s health ...]", service, argv, service)
+	}
+	for {
+		state, err := docker(ctx, "inspect", "-f", "{{.State.Health.Status}}", id)
+		if err != nil {
+			return err
+		}
+		if state == "healthy" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			log, _ := docker(context.Background(), "inspect", "-f", "{{json .State.Health.Log}}", id)
+			return fmt.Errorf("%s is %s after %v; its last checks: %s", service, state, limit, log)
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 }
 

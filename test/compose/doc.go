@@ -6,7 +6,8 @@
 // deployment up under a project name of its own with `up -d --build`,
 // adding compose.test.yml (a fake Messages API container on the private
 // network, serving the scripted conversation of test/tracing/spancontract),
-// runs that conversation through the orchestrator's published gRPC port on
+// waits until Docker reports toolsvc and the orchestrator healthy by their
+// images' HEALTHCHECK (their health subcommands), runs that conversation through the orchestrator's published gRPC port on
 // 127.0.0.1, finds its trace in the Jaeger container's query API (also on
 // 127.0.0.1) and checks it against the span contract. It then brings the
 // project down with `down -v --remove-orphans --rmi local` and checks that

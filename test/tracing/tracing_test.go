@@ -152,7 +152,7 @@ func TestConversationTrace(t *testing.T) {
 // follow), and the service that records them. toolwire.tool.aborts is not
 // among them: the conversation aborts nothing.
 var wantMetrics = map[string]string{
-	"gen_ai_execute_tool_duration":     spancontract.Toolsvc,
+	"toolwire_tool_duration":           spancontract.Toolsvc,
 	"toolwire_tool_queue_wait":         spancontract.Toolsvc,
 	"toolwire_tool_in_flight":          spancontract.Toolsvc,
 	"toolwire_tool_output_bytes":       spancontract.Toolsvc,

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -148,7 +148,7 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 		}
 		return startError(err)
 	}
-	span.SetAttributes(attribute.Int("process.pid", p.Pid()))
+	span.SetAttributes(semconv.ProcessPID(p.Pid()))
 	// Output past 4 bytes per inline character is never returned inline
 	// (see successText).
 	capt := newCapture(limits.MaxOutputMemory, 4*min(limits.MaxOutputChars, 1<<28)+4<<10, func() (*os.File, error) { return createOutputFile(env, outName) })
@@ -205,9 +205,9 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 	}
 	code, werr := p.Wait()
 	finish()
-	span.SetAttributes(attribute.Int("process.exit.code", code))
+	span.SetAttributes(semconv.ProcessExitCode(code))
 	if timedOut {
-		span.SetAttributes(attribute.String("error.type", "timeout"))
+		span.SetAttributes(semconv.ErrorTypeKey.String("timeout"))
 		span.SetStatus(codes.Error, "the command timed out")
 	}
 	if werr != nil {
