@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -84,7 +83,7 @@ func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
 	fs.StringVar(&c.sessionsDir, "sessions-dir", "", "directory of session transcripts (default $XDG_STATE_HOME/toolwire/sessions or ~/.local/state/toolwire/sessions)")
 	fs.StringVar(&c.root, "root", ".", "workspace root of the in-process executor")
 	fs.StringVar(&c.sandbox, "sandbox", sandbox.BackendLandlock, `in-process executor confinement: "landlock" or "none"`)
-	fs.StringVar(&c.network, "network", sandbox.NetworkNone, `in-process executor network: "none" (loopback only) or "host"`)
+	fs.StringVar(&c.network, "network", embedded.DefaultNetwork, `in-process executor network: "host" or "none" (loopback only; needs root or CAP_SYS_ADMIN)`)
 	fs.StringVar(&c.runAs, "run-as", "", "user the in-process executor runs tools as (default: the user running orchestrator, so tools can change your files; a remote toolsvc drops to an unprivileged user by default)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: json or text")
 	fs.StringVar(&c.logLevel, "log-level", defaultLogLevel, "log level: debug, info, warn, error")
@@ -98,23 +97,29 @@ func (c *common) executorAddr() string {
 	return c.executor
 }
 
+// embeddedConfig is the in-process executor's configuration: that of every
+// embedded executor (embedded.Local), tools running as the caller unless
+// --run-as says otherwise, with setup errors naming this command's flags.
 func (c *common) embeddedConfig(log *slog.Logger) embedded.Config {
-	return embedded.Config{
+	return embedded.Local(embedded.Config{
 		Root:    c.root,
 		Version: version,
 		Logger:  log,
-		Sandbox: sandbox.Config{Backend: c.sandbox, Network: c.network, RunAsUser: c.embeddedUser(), Logger: log},
-	}
+		Sandbox: sandbox.Config{Backend: c.sandbox, Network: c.network, RunAsUser: c.runAs, Logger: log},
+		Explain: setupHints.Explain,
+	})
 }
 
-// embeddedUser is the user the in-process executor runs tools as. The
-// in-process executor works on the caller's own files, as the caller: it
-// stays confined by Landlock to the workspace, but does not switch user.
-func (c *common) embeddedUser() string {
-	if c.runAs != "" {
-		return c.runAs
+// checkSandboxFlags fails early on values of --sandbox and --network that
+// mean nothing.
+func (c *common) checkSandboxFlags() error {
+	if c.sandbox != sandbox.BackendLandlock && c.sandbox != sandbox.BackendNone {
+		return fmt.Errorf("--sandbox must be %q or %q, not %q", sandbox.BackendLandlock, sandbox.BackendNone, c.sandbox)
 	}
-	return fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+	if c.network != sandbox.NetworkHost && c.network != sandbox.NetworkNone {
+		return fmt.Errorf("--network must be %q or %q, not %q", sandbox.NetworkHost, sandbox.NetworkNone, c.network)
+	}
+	return nil
 }
 
 // checkExecutorSecurity fails early when the --executor-* security flags

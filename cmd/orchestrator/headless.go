@@ -77,6 +77,9 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return 2, err
 	}
+	if err := c.checkSandboxFlags(); err != nil {
+		return 2, err
+	}
 	client, err := c.modelClient(getenv, log)
 	if err != nil {
 		if errors.Is(err, model.ErrNoCredentials) {

@@ -48,6 +48,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	if err := c.checkExecutorSecurity(); err != nil {
 		return err
 	}
+	if err := c.checkSandboxFlags(); err != nil {
+		return err
+	}
 	client, err := c.modelClient(getenv, log)
 	if err != nil {
 		if errors.Is(err, model.ErrNoCredentials) {
