@@ -10,12 +10,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"strings"
+	"syscall"
+	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
@@ -41,7 +47,8 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	completion := fs.Bool("completion-order", false, "print results in completion order instead of tool_use order")
 	mode := fs.String("permission-mode", "bypassPermissions", "session permission mode: default, acceptEdits, plan or bypassPermissions (operator rules of the executor still apply)")
 	askAnswer := fs.String("ask", "deny", `answer to permission requests: "allow" (once) or "deny"`)
-	config := executorFlags(fs)
+	connectTimeout := fs.Duration("connect-timeout", 10*time.Second, "how long to wait for a server to listen at --addr (one just started may need a moment)")
+	config := executorFlags(fs, true)
 	security := rpcauth.RegisterClientFlags(fs, "")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: toolsvc call (--addr ADDR | --embedded) [flags] < tool_uses.json
@@ -111,9 +118,10 @@ Flags:
 			grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes)))...)
 		if err != nil {
-			return fmt.Errorf("connect to %s: %w", *addr, err)
+			return fmt.Errorf("--addr %s: %w", *addr, err)
 		}
 		defer conn.Close()
+		waitListening(ctx, *addr, *connectTimeout)
 		client = executorv1.NewExecutorServiceClient(conn)
 	}
 
@@ -140,6 +148,9 @@ Flags:
 	}
 	results, err := runCalls(ctx, client, open, uses, answer, progressWriter(*progress, stderr))
 	if err != nil {
+		if !*useEmbedded && status.Code(err) == codes.Unavailable {
+			return fmt.Errorf("--addr %s: cannot reach toolsvc (waited --connect-timeout %s for it to listen): %w", *addr, *connectTimeout, err)
+		}
 		return err
 	}
 	blocks := make([]execgrpc.ToolResultBlock, 0, len(results))
@@ -150,6 +161,37 @@ Flags:
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(blocks)
+}
+
+// waitListening waits up to timeout for a server to listen at addr (a
+// unix socket or host:port), so that one started just before
+// (`toolsvc serve ... &` in a script) is not reported unreachable. Only "no
+// such socket" and "connection refused" are waited out; anything else, and
+// TLS or token trouble, is left to the call that follows to report at once.
+func waitListening(ctx context.Context, addr string, timeout time.Duration) {
+	network, address := "tcp", addr
+	if path, ok := rpcserver.UnixPath(addr); ok {
+		network, address = "unix", path
+	} else if strings.Contains(addr, "://") {
+		return // a resolver's target: gRPC's business
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, address)
+		if err == nil {
+			_ = conn.Close()
+			return
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // parentFromEnv returns ctx with the remote span context of $TRACEPARENT
