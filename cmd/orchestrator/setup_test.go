@@ -2,22 +2,29 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 )
 
 // runAs runs the orchestrator binary in dir as user uid (or as the test's
-// user when uid is negative) with the fake API's address.
+// user when uid is negative) with the fake API's address. A run that does
+// not end within two minutes (a server that should have refused to start)
+// is killed and fails the test.
 func runAs(t *testing.T, uid int, dir string, fake *fakeapi.Server, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(orchestratorBin, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, orchestratorBin, args...)
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL=" + fake.URL}
 	if uid >= 0 {
@@ -26,6 +33,9 @@ func runAs(t *testing.T, uid int, dir string, fake *fakeapi.Server, args ...stri
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("orchestrator %s still running after two minutes; killed\n%s", strings.Join(args, " "), stderr.String())
+	}
 	r := result{stdout: stdout.String(), stderr: stderr.String()}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
@@ -107,6 +117,36 @@ func TestHeadlessSetupErrorsNameTheFlag(t *testing.T) {
 			for _, name := range []string{"RunAsUser", "SessionUIDs", "Config."} {
 				if strings.Contains(r.stderr, name) {
 					t.Errorf("stderr names the Go identifier %q:\n%s", name, r.stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestServeSetupErrorsNameTheFlag: orchestrator serve sets up its
+// in-process executor before it serves, so a setup error stops it at once,
+// naming the flag.
+func TestServeSetupErrorsNameTheFlag(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	fake := fakeapi.New(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"missing root", []string{"--listen", "127.0.0.1:0", "--insecure", "--root", missing}, []string{missing, "pass --root an existing directory"}},
+		{"unknown network", []string{"--listen", "127.0.0.1:0", "--insecure", "--network", "bridge"}, []string{"--network must be"}},
+		{"socket in a missing directory", []string{"--listen", "unix://" + filepath.Join(missing, "orchestrator.sock")}, []string{"--listen: ", missing}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := runAs(t, -1, dir, fake, append([]string{"serve", "--sessions-dir", filepath.Join(dir, "sessions")}, tc.args...)...)
+			if r.code == 0 {
+				t.Fatalf("exit 0, want a setup error\n%s", r.stderr)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 				}
 			}
 		})
