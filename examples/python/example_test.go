@@ -81,7 +81,7 @@ func TestPythonExample(t *testing.T) {
 	defer cancel()
 
 	binDir, workspace, sockDir := t.TempDir(), t.TempDir(), t.TempDir()
-	openToSandboxUser(t, workspace)
+	searchable(t, workspace)
 	toolsvc := buildToolsvc(ctx, t, binDir)
 	sock := filepath.Join(sockDir, "toolsvc.sock")
 	startServer(ctx, t, toolsvc, sock, workspace)
@@ -144,17 +144,18 @@ func TestPythonExample(t *testing.T) {
 	}
 }
 
-// openToSandboxUser lets an unprivileged user reach and write dir. Run as
-// root, toolsvc runs tool processes as such a user (nobody by default) and
-// refuses a workspace that user cannot use, while t.TempDir makes its
-// directories private to the test's user.
-func openToSandboxUser(t *testing.T, dir string) {
+// searchable makes dir and its parent searchable by others, as mkdir
+// makes a directory: toolsvc run as root gives each session a user of its
+// own, who must pass through every directory above its workspace. The
+// workspace itself stays the test's user's (root's, in scripts/test), as
+// in a checkout root made: the server is started with --session-dirs, as
+// the README says.
+func searchable(t *testing.T, dir string) {
 	t.Helper()
-	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -235,7 +236,12 @@ func buildToolsvc(ctx context.Context, t *testing.T, dir string) string {
 // data race or left processes behind.
 func startServer(ctx context.Context, t *testing.T, bin, sock, root string) {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--listen", "unix://"+sock, "--root", root)
+	// As examples/python/README.md says to start it.
+	args := []string{"serve", "--listen", "unix://" + sock, "--root", root, "--session-dirs"}
+	if os.Geteuid() != 0 {
+		args = append(args, "--network", "host")
+	}
+	cmd := exec.Command(bin, args...)
 	var logs testkit.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	// A process the server leaves behind may hold the log pipe open; do not
