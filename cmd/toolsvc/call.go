@@ -40,7 +40,7 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs := flag.NewFlagSet("toolsvc call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "", `toolsvc address: "host:port" or "unix:///path/to.sock"`)
-	useEmbedded := fs.Bool("embedded", false, "run the calls in an executor inside this process (on --root)")
+	useEmbedded := fs.Bool("embedded", false, "run the calls in an executor inside this process, on --root, with the tools running as you (as orchestrator -p runs them)")
 	progress := fs.Bool("progress", false, "write progress events to stderr as JSON lines")
 	sessionID := fs.String("session", "", "session id (default: chosen by the executor)")
 	workspace := fs.String("workspace", "", "session workspace, relative to the executor's root")
