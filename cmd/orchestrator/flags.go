@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/embedded"
-	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/rpcauth"
@@ -101,9 +100,6 @@ type common struct {
 	logFormat      string
 	logLevel       string
 
-	// profile is the in-process executor's: execsvc.ProfileDevelopment
-	// for -p (set before register), the service profile for serve.
-	profile string
 	// sandboxSettings are the sandbox lists of the settings, for the
 	// in-process executor (set by loadSettings).
 	sandboxSettings settings.Sandbox
@@ -122,13 +118,9 @@ func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
 	fs.StringVar(&c.sessionsDir, "sessions-dir", "", "directory of session transcripts (default $XDG_STATE_HOME/toolwire/sessions or ~/.local/state/toolwire/sessions)")
 	fs.StringVar(&c.root, "root", ".", "workspace root of the in-process executor")
 	fs.StringVar(&c.sandbox, "sandbox", sandbox.BackendLandlock, `in-process executor confinement: "landlock" or "none"`)
-	network := sandbox.NetworkNone
-	if c.profile == execsvc.ProfileDevelopment {
-		network = sandbox.NetworkHost
-	}
-	fs.StringVar(&c.network, "network", network, `in-process executor network: "host" (the machine's, as your shell has it) or "none" (loopback only)`)
+	fs.StringVar(&c.network, "network", embedded.DefaultNetwork, `in-process executor network: "host" (the machine's, as your shell has it) or "none" (loopback only; needs root or CAP_SYS_ADMIN)`)
 	fs.Var(&c.addDirs, "add-dir", "extra directory the tools may read and write, file tools and Bash alike, besides the workspace (repeatable; in-process executor)")
-	fs.Var(&c.sandboxRead, "sandbox-read", "extra directory Bash may read and execute (repeatable; in-process executor; with -p Bash reads everything but the deny list already)")
+	fs.Var(&c.sandboxRead, "sandbox-read", "extra directory Bash may read and execute (repeatable; in-process executor; Bash reads everything but the deny list already)")
 	fs.Var(&c.sandboxWrite, "sandbox-write", "extra directory Bash may write, the file tools may not (repeatable; in-process executor)")
 	fs.StringVar(&c.runAs, "run-as", "", "user the in-process executor runs tools as (default: the user running orchestrator, so tools can change your files; a remote toolsvc drops to an unprivileged user by default)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: json or text")
@@ -143,33 +135,38 @@ func (c *common) executorAddr() string {
 	return c.executor
 }
 
+// embeddedConfig is the in-process executor's configuration: that of every
+// embedded executor (embedded.Local), tools running as the caller unless
+// --run-as says otherwise, with setup errors naming this command's flags.
 func (c *common) embeddedConfig(log *slog.Logger) embedded.Config {
 	// Saved outputs live beside the transcripts, in <sessions-dir>/<id>/,
 	// and go when the conversation is removed.
 	outputs, _ := c.sessionsDirectory()
-	return embedded.Config{
+	return embedded.Local(embedded.Config{
 		Root:            c.root,
 		OutputRoot:      outputs,
-		Profile:         c.profile,
 		AddDirs:         c.addDirs,
 		SandboxSettings: c.sandboxSettings,
 		Version:         version,
 		Logger:          log,
 		Sandbox: sandbox.Config{
-			Backend: c.sandbox, Network: c.network, RunAsUser: c.embeddedUser(), Logger: log,
+			Backend: c.sandbox, Network: c.network, RunAsUser: c.runAs, Logger: log,
 			ReadOnlyPaths: c.sandboxRead, ReadWritePaths: c.sandboxWrite,
 		},
-	}
+		Explain: setupHints.Explain,
+	})
 }
 
-// embeddedUser is the user the in-process executor runs tools as. The
-// in-process executor works on the caller's own files, as the caller: it
-// stays confined by Landlock to the workspace, but does not switch user.
-func (c *common) embeddedUser() string {
-	if c.runAs != "" {
-		return c.runAs
+// checkSandboxFlags fails early on values of --sandbox and --network that
+// mean nothing.
+func (c *common) checkSandboxFlags() error {
+	if c.sandbox != sandbox.BackendLandlock && c.sandbox != sandbox.BackendNone {
+		return fmt.Errorf("--sandbox must be %q or %q, not %q", sandbox.BackendLandlock, sandbox.BackendNone, c.sandbox)
 	}
-	return fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+	if c.network != sandbox.NetworkHost && c.network != sandbox.NetworkNone {
+		return fmt.Errorf("--network must be %q or %q, not %q", sandbox.NetworkHost, sandbox.NetworkNone, c.network)
+	}
+	return nil
 }
 
 // checkExecutorSecurity fails early when the --executor-* security flags

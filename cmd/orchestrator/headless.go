@@ -14,7 +14,6 @@ import (
 	"time"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
-	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/sandbox"
@@ -74,7 +73,6 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		c common
 		h headlessFlags
 	)
-	c.profile = execsvc.ProfileDevelopment
 	c.register(fs, "warn")
 	h.register(fs)
 	pos, err := parseInterleaved(fs, args)
@@ -117,6 +115,9 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	log, err := telemetry.NewLogger(stderr, c.logFormat, c.logLevel)
 	if err != nil {
 		return 2, usageError{err}
+	}
+	if err := c.checkSandboxFlags(); err != nil {
+		return 2, err
 	}
 	client, err := c.modelClient(getenv, log)
 	if err != nil {

@@ -37,6 +37,10 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// Tests run the binaries as nobody too.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		panic(err)
+	}
 	orchestratorBin = filepath.Join(dir, "orchestrator")
 	toolsvcBin = filepath.Join(dir, "toolsvc")
 	for bin, pkg := range map[string]string{orchestratorBin: ".", toolsvcBin: "../toolsvc"} {

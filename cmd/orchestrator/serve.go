@@ -48,6 +48,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	if err := c.checkExecutorSecurity(); err != nil {
 		return err
 	}
+	if err := c.checkSandboxFlags(); err != nil {
+		return err
+	}
 	client, err := c.modelClient(getenv, log)
 	if err != nil {
 		if errors.Is(err, model.ErrNoCredentials) {
@@ -71,6 +74,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	}
 	dial := newDialer(c.embeddedConfig(log), c.executorSecurity, log)
 	defer dial.Close()
+	if c.executor == "" {
+		// Start the in-process executor now, so that a setup error stops
+		// the server rather than every session.
+		if _, err := dial.Dial(ctx, embeddedAddr); err != nil {
+			return err
+		}
+	}
 	place := newPlacer(ctx, dial, log)
 	defer place.Close()
 	orch, err := orchestrator.New(orchestrator.Config{
@@ -93,7 +103,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	lis, err := rpcserver.Listen(*listen)
 	if err != nil {
 		orch.Close()
-		return err
+		return fmt.Errorf("--listen: %w", err)
 	}
 	srv := rpcserver.New(log, secure...)
 	orchestratorv1.RegisterOrchestratorServiceServer(srv.Server, orchgrpc.NewServer(orch, log))

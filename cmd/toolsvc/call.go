@@ -10,13 +10,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
+	"syscall"
+	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
@@ -24,6 +29,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/rpcauth"
+	"github.com/toolwire/toolwire/pkg/rpcerr"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/settings"
@@ -35,7 +41,7 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs := flag.NewFlagSet("toolsvc call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "", `toolsvc address: "host:port" or "unix:///path/to.sock"`)
-	useEmbedded := fs.Bool("embedded", false, "run the calls in an executor inside this process (on --root)")
+	useEmbedded := fs.Bool("embedded", false, "run the calls in an executor inside this process, on --root, with the tools running as you (as orchestrator -p runs them)")
 	progress := fs.Bool("progress", false, "write progress events to stderr as JSON lines")
 	sessionID := fs.String("session", "", "session id (default: chosen by the executor)")
 	workspace := fs.String("workspace", "", "session workspace, relative to the executor's root")
@@ -47,7 +53,8 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs.Var(&mcpConfigs, "mcp-config", `MCP servers of the session, as JSON or a file in Claude Code's shape ({"mcpServers": {...}}); ${VAR} is expanded from this environment (repeatable)`)
 	var tools toolsFlag
 	fs.Var(&tools, "tools", `the only tools the session runs, e.g. "Read,Glob" (repeatable; "" for none; default: all); calls of others get "No such tool available"`)
-	config := executorFlags(fs)
+	connectTimeout := fs.Duration("connect-timeout", 10*time.Second, "how long to wait for a server to listen at --addr (one just started may need a moment)")
+	config := executorFlags(fs, true)
 	security := rpcauth.RegisterClientFlags(fs, "")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: toolsvc call (--addr ADDR | --embedded) [flags] < tool_uses.json
@@ -123,9 +130,10 @@ Flags:
 			grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes)))...)
 		if err != nil {
-			return fmt.Errorf("connect to %s: %w", *addr, err)
+			return fmt.Errorf("--addr %s: %w", *addr, err)
 		}
 		defer conn.Close()
+		waitListening(ctx, *addr, *connectTimeout)
 		client = executorv1.NewExecutorServiceClient(conn)
 	}
 
@@ -157,6 +165,9 @@ Flags:
 	}
 	results, err := runCalls(ctx, client, open, uses, answer, progressWriter(*progress, stderr))
 	if err != nil {
+		if !*useEmbedded && status.Code(err) == codes.Unavailable && rpcerr.Reason(err) == "" {
+			return fmt.Errorf("--addr %s: cannot reach toolsvc (waited --connect-timeout %s for it to listen): %w", *addr, *connectTimeout, err)
+		}
 		return explainRefusal(err)
 	}
 	blocks := make([]execgrpc.ToolResultBlock, 0, len(results))
@@ -190,6 +201,37 @@ func (f *toolsFlag) Set(v string) error {
 		}
 	}
 	return nil
+}
+
+// waitListening waits up to timeout for a server to listen at addr (a
+// unix socket or host:port), so that one started just before
+// (`toolsvc serve ... &` in a script) is not reported unreachable. Only "no
+// such socket" and "connection refused" are waited out; anything else, and
+// TLS or token trouble, is left to the call that follows to report at once.
+func waitListening(ctx context.Context, addr string, timeout time.Duration) {
+	network, address := "tcp", addr
+	if path, ok := rpcserver.UnixPath(addr); ok {
+		network, address = "unix", path
+	} else if strings.Contains(addr, "://") {
+		return // a resolver's target: gRPC's business
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, address)
+		if err == nil {
+			_ = conn.Close()
+			return
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // parentFromEnv returns ctx with the remote span context of $TRACEPARENT

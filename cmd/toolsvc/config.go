@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/executor"
 	"github.com/toolwire/toolwire/pkg/mcpclient"
@@ -50,7 +52,21 @@ func (d *dirsFlag) Set(v string) error {
 
 // executorFlags registers the flags that configure an executor, shared by
 // serve and call --embedded, and returns a function that builds the config.
-func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
+// For call --embedded (inProcess) the defaults are those of every embedded
+// executor (embedded.Local): tools run as the user who runs toolsvc call,
+// with the host's network, and sessions get no users of their own.
+func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, error) {
+	networkDefault, uidsDefault := sandbox.NetworkNone, defaultSessionUIDs()
+	runAsUsage := "one user for the tool processes of all sessions when toolsvc runs as root, instead of --session-uids (with --session-uids off, the default is the workspace owner, or nobody)"
+	networkUsage := `network of tool processes: "none" (loopback only; needs root or CAP_SYS_ADMIN) or "host"`
+	profile := new(string)
+	if inProcess {
+		// Filled in after parsing: they depend on --profile.
+		networkDefault, uidsDefault = "", ""
+		runAsUsage = "user the tool processes run as (default with --profile development: you, the user running toolsvc call)"
+		networkUsage += " (default: host with --profile development, none with --profile service)"
+		profile = fs.String("profile", "development", `the in-process executor's sandbox: "development" (the one orchestrator -p runs: tools run as you, read all but the deny list, with your network) or "service" (toolsvc serve's, for trying a server's configuration in-process)`)
+	}
 	var (
 		root          = fs.String("root", ".", "workspace root: sessions work here or in directories under it")
 		sessionDirs   = fs.Bool("session-dirs", false, "give each session without a workspace its own directory under --root")
@@ -62,9 +78,9 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		retention     = fs.Duration("retention", 5*time.Minute, "how long a disconnected session and its events are kept for resume")
 		permTimeout   = fs.Duration("permission-timeout", 5*time.Minute, "how long a call waits for a permission decision before it is denied")
 		backend       = fs.String("sandbox", "landlock", `process confinement: "landlock" or "none" (no confinement; only when you mean it)`)
-		network       = fs.String("network", "none", `network of tool processes: "none" (loopback only) or "host"`)
-		runAs         = fs.String("run-as", "", "one user for the tool processes of all sessions when toolsvc runs as root, instead of --session-uids (with --session-uids off, the default is the workspace owner, or nobody)")
-		sessionUIDs   = fs.String("session-uids", defaultSessionUIDs(), `ids FIRST-LAST to give each session a user of its own from, so sessions cannot see, signal or trace each other's processes (needs root; "off" to disable; --run-as alone disables it)`)
+		network       = fs.String("network", networkDefault, networkUsage)
+		runAs         = fs.String("run-as", "", runAsUsage)
+		sessionUIDs   = fs.String("session-uids", uidsDefault, `ids FIRST-LAST to give each session a user of its own from, so sessions cannot see, signal or trace each other's processes (needs root; "off" to disable; --run-as alone disables it)`)
 		fsync         = fs.Bool("fsync", false, "fsync every file write before it is renamed into place (durable across power loss; slower)")
 		cpuTime       = fs.Duration("limit-cpu", 0, "CPU time of each tool process (0: unlimited)")
 		memory        = fs.Int64("limit-memory", 0, "memory of each call in bytes (0: unlimited)")
@@ -91,11 +107,43 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 	fs.Var(&addDirs, "add-dir", "extra directory every session may read and write, with the file tools and from processes alike: --rw and --sandbox-write in one (repeatable)")
 	fs.Var(&deny, "deny", "path pattern file tools refuse and processes are kept out of, e.g. '**/*.key' or '~/.config/cloud/**' (repeatable; replaces the defaults, which cover ~/.ssh, cloud credentials, keyrings and the like)")
 	return func() (execsvc.Config, error) {
+		explain := setupHints(inProcess).Explain
+		if inProcess {
+			if err := oneOf("--profile", *profile, "development", "service"); err != nil {
+				return execsvc.Config{}, err
+			}
+			if *network == "" {
+				*network = sandbox.NetworkNone
+				if *profile == "development" {
+					*network = embedded.DefaultNetwork
+				}
+			}
+			if *sessionUIDs == "" {
+				*sessionUIDs = "off"
+				if *profile == "service" {
+					*sessionUIDs = defaultSessionUIDs()
+				}
+			}
+		}
+		if err := oneOf("--sandbox", *backend, sandbox.BackendLandlock, sandbox.BackendNone); err != nil {
+			return execsvc.Config{}, err
+		}
+		if err := oneOf("--network", *network, sandbox.NetworkNone, sandbox.NetworkHost); err != nil {
+			return execsvc.Config{}, err
+		}
+		for name, negative := range map[string]bool{
+			"--limit-cpu": *cpuTime < 0, "--limit-memory": *memory < 0, "--limit-processes": *processes < 0,
+			"--limit-file-size": *fileSize < 0, "--limit-open-files": *openFiles < 0,
+		} {
+			if negative {
+				return execsvc.Config{}, fmt.Errorf("%s must not be negative (0: unlimited)", name)
+			}
+		}
 		var operator settings.Settings
 		if *settingsFile != "" {
 			var err error
 			if operator, err = settings.LoadSettings(*settingsFile); err != nil {
-				return execsvc.Config{}, err
+				return execsvc.Config{}, fmt.Errorf("--settings: %w", err)
 			}
 		}
 		cfg := execsvc.Config{
@@ -128,17 +176,21 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 				ReadOnlyPaths:  sysReadPaths,
 				ReadWritePaths: sysWritePaths,
 			},
+			Explain: explain,
 		}
 		if len(deny) > 0 {
 			cfg.Deny = deny
 		}
 		uids, err := sandbox.ParseUIDRange(*sessionUIDs)
 		if err != nil {
-			return execsvc.Config{}, err
+			return execsvc.Config{}, fmt.Errorf("--session-uids: %w", err)
 		}
 		cfg.SessionUIDs = uids
 		if *runAs != "" && !isSet(fs, "session-uids") {
 			cfg.SessionUIDs = sandbox.UIDRange{}
+		}
+		if *runAs != "" && !cfg.SessionUIDs.IsZero() {
+			return execsvc.Config{}, errors.New(`--run-as (one user for every session) and --session-uids (a user of its own for each) exclude each other: give one, or --session-uids off`)
 		}
 		cfg.TraceContent = *traceContent
 		cfg.MCP.StartTimeout, cfg.MCP.MaxOutputTokens = *mcpTimeout, *mcpMaxOutput
@@ -148,6 +200,9 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 			}
 			cfg.OutputRoot, cfg.OutputRetention = *outputDir, *outputKeep
 		}
+		if inProcess && *profile == "development" {
+			cfg = embedded.Local(cfg)
+		}
 		return cfg, nil
 	}
 }
@@ -156,6 +211,22 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 // user's own in the system temp directory.
 func defaultOutputDir() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("toolwire-outputs-%d", os.Geteuid()))
+}
+
+// oneOf checks that flag's value is one of allowed.
+func oneOf(flag, value string, allowed ...string) error {
+	if slices.Contains(allowed, value) {
+		return nil
+	}
+	return fmt.Errorf("%s must be %s, not %q", flag, strings.Join(quoteAll(allowed), " or "), value)
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
 }
 
 func envBool(name string) bool {

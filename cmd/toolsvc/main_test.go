@@ -29,6 +29,10 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// Tests run the binary as nobody too.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		panic(err)
+	}
 	toolsvcBin = filepath.Join(dir, "toolsvc")
 	out, err := exec.Command("go", "build", "-o", toolsvcBin, ".").CombinedOutput()
 	if err != nil {
@@ -249,14 +253,15 @@ func TestServeRejectsMalformedSettings(t *testing.T) {
 }
 
 // TestNewWorkspaceAndFilesBelongToTheToolUser checks that, with toolsvc
-// running as root, a workspace it creates and a file Write creates stay
-// usable by the unprivileged user Bash runs as.
+// serve running as root, a workspace it creates and a file Write creates
+// stay usable by the unprivileged user Bash runs as.
 func TestNewWorkspaceAndFilesBelongToTheToolUser(t *testing.T) {
 	root := sandboxtest.Dir(t)
+	addr, _ := startServe(t, root)
 	in := `{"id":"m","content":[
 		{"type":"tool_use","id":"w","name":"Write","input":{"file_path":"made.txt","content":"one\n"}},
 		{"type":"tool_use","id":"b","name":"Bash","input":{"command":"echo two >> made.txt && touch by-bash && cat made.txt"}}]}`
-	rs := runCall(t, in, "--embedded", "--root", root, "--workspace", "sessions/s1")
+	rs := runCall(t, in, "--insecure", "--addr", addr, "--workspace", "sessions/s1")
 	if len(rs) != 2 || rs[1].Content != "one\ntwo" || rs[1].IsError == nil || *rs[1].IsError {
 		t.Fatalf("results %+v", rs)
 	}

@@ -413,7 +413,7 @@ func TestMCPSandboxHoldsForAMaliciousServer(t *testing.T) {
 	cfg := fmt.Sprintf(`{"mcpServers":{"ex":{"command":%q,"env":{"GIVEN":"by-config"}}}}`, bin)
 	in := fmt.Sprintf(`[{"type":"tool_use","id":"out","name":"mcp__ex__probe","input":{"read":%q,"connect":%q}},
 		{"type":"tool_use","id":"in","name":"mcp__ex__probe","input":{"read":%q}}]`, secret, lis.Addr().String(), filepath.Join(root, "inside.txt"))
-	out, _ := toolsvcCall(t, in, []string{"TOOLSVC_SECRET=hunter2"}, "--embedded", "--root", root, "--mcp-config", cfg)
+	out, _ := toolsvcCall(t, in, []string{"TOOLSVC_SECRET=hunter2"}, "--embedded", "--profile", "service", "--root", root, "--mcp-config", cfg)
 	rs := results(t, out)
 	report := text(rs["out"])
 	if !strings.Contains(report, "read "+secret+": error:") || strings.Contains(report, "top secret") {

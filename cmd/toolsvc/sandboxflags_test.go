@@ -43,7 +43,7 @@ func TestSandboxPathFlags(t *testing.T) {
 	root := sandboxtest.Dir(t)
 
 	// Without the flags, none of them is reachable.
-	rs := runCall(t, bashUse("b", "cat "+read+"/r.txt"), "--embedded", "--root", root)
+	rs := runCall(t, bashUse("b", "cat "+read+"/r.txt"), "--embedded", "--profile", "service", "--root", root)
 	if c, _ := rs[0].Content.(string); !strings.Contains(c, "Permission denied") {
 		t.Fatalf("without --sandbox-read: %q", c)
 	}
@@ -56,7 +56,7 @@ func TestSandboxPathFlags(t *testing.T) {
 		toolUse("write-add", "Write", map[string]any{"file_path": add + "/c.txt", "content": "c\n"}) +
 		toolUse("read-read", "Read", map[string]any{"file_path": read + "/r.txt"}) +
 		toolUse("write-write-tool", "Write", map[string]any{"file_path": write + "/tool.txt", "content": "t\n"})
-	rs = runCall(t, in, "--embedded", "--root", root, "--sandbox-read", read, "--sandbox-write", write, "--add-dir", add)
+	rs = runCall(t, in, "--embedded", "--profile", "service", "--root", root, "--sandbox-read", read, "--sandbox-write", write, "--add-dir", add)
 	want := map[string]struct {
 		content string
 		isError bool

@@ -27,7 +27,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	grace := fs.Duration("grace", 30*time.Second, "on SIGTERM, how long running calls may finish before they are killed")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	config := executorFlags(fs)
+	config := executorFlags(fs, false)
 	sessionProcs := fs.Uint64("session-processes", sandbox.DefaultSessionProcesses, "processes each tool user (each session's, with --session-uids) may have at once, fork bombs included (RLIMIT_NPROC, inherited by every tool process; set only when toolsvc runs as root; never raised above what toolsvc was started with; 0: leave it)")
 	security := rpcauth.RegisterServerFlags(fs)
 	var mcpConfigs listFlag
@@ -66,7 +66,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if os.Geteuid() == 0 {
 		n, err := sandbox.LimitUserProcesses(*sessionProcs)
 		if err != nil {
-			return err
+			return fmt.Errorf("--session-processes: %w", err)
 		}
 		log.Info("processes per tool user", "limit", n)
 	}
@@ -81,7 +81,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	lis, err := rpcserver.Listen(*listen)
 	if err != nil {
 		ex.Close()
-		return err
+		return fmt.Errorf("--listen: %w", err)
 	}
 	srv := rpcserver.New(log, secure...)
 	executorv1.RegisterExecutorServiceServer(srv.Server, execgrpc.NewServer(ex, log))

@@ -82,7 +82,7 @@ func TestPythonExample(t *testing.T) {
 	defer cancel()
 
 	binDir, workspace, sockDir := t.TempDir(), t.TempDir(), t.TempDir()
-	openToSandboxUser(t, workspace)
+	searchable(t, workspace)
 	toolsvc := buildToolsvc(ctx, t, binDir)
 	sock := filepath.Join(sockDir, "toolsvc.sock")
 	startServer(ctx, t, toolsvc, sock, workspace)
@@ -152,19 +152,18 @@ func TestPythonExampleMCP(t *testing.T) {
 	requirePythonGRPC(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testBudget(t))
 	defer cancel()
-	binDir, workspace, sockDir := t.TempDir(), t.TempDir(), t.TempDir()
-	openToSandboxUser(t, workspace)
+	binDir, workspace, sockDir, serverDir := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	searchable(t, workspace)
+	searchable(t, serverDir)
 	toolsvc := buildToolsvc(ctx, t, binDir)
-	// The sandbox runs programs from the workspace (and the system).
-	server := filepath.Join(workspace, "bin", "example-mcp")
+	// The sandbox runs programs from the system directories, the workspace
+	// and what --sandbox-read adds.
+	server := filepath.Join(serverDir, "example-mcp")
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", server, "github.com/toolwire/toolwire/examples/mcp/server").CombinedOutput(); err != nil {
 		t.Fatalf("build the example MCP server: %v\n%s", err, out)
 	}
-	if err := os.Chmod(filepath.Dir(server), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	sock := filepath.Join(sockDir, "toolsvc.sock")
-	startServer(ctx, t, toolsvc, sock, workspace)
+	startServer(ctx, t, toolsvc, sock, workspace, "--sandbox-read", serverDir)
 
 	cmd := exec.CommandContext(ctx, python, "toolwire_example.py", "unix://"+sock, "--mcp-command", server)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
@@ -192,17 +191,18 @@ func TestPythonExampleMCP(t *testing.T) {
 	}
 }
 
-// openToSandboxUser lets an unprivileged user reach and write dir. Run as
-// root, toolsvc runs tool processes as such a user (nobody by default) and
-// refuses a workspace that user cannot use, while t.TempDir makes its
-// directories private to the test's user.
-func openToSandboxUser(t *testing.T, dir string) {
+// searchable makes dir and its parent searchable by others, as mkdir
+// makes a directory: toolsvc run as root gives each session a user of its
+// own, who must pass through every directory above its workspace. The
+// workspace itself stays the test's user's (root's, in scripts/test), as
+// in a checkout root made: the server is started with --session-dirs, as
+// the README says.
+func searchable(t *testing.T, dir string) {
 	t.Helper()
-	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -289,7 +289,12 @@ func build(ctx context.Context, t *testing.T, dir, name, ready string) string {
 // flags, and waits until it accepts connections (see startProcess).
 func startServer(ctx context.Context, t *testing.T, bin, sock, root string, extra ...string) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "unix://" + sock, "--root", root}, extra...)...)
+	// As examples/python/README.md says to start it.
+	args := []string{"serve", "--listen", "unix://" + sock, "--root", root, "--session-dirs"}
+	if os.Geteuid() != 0 {
+		args = append(args, "--network", "host")
+	}
+	cmd := exec.Command(bin, append(args, extra...)...)
 	startProcess(ctx, t, "toolsvc", cmd, sock)
 }
 

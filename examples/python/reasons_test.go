@@ -90,7 +90,7 @@ func TestPythonErrorReasons(t *testing.T) {
 	defer cancel()
 
 	binDir, workspace, sockDir := t.TempDir(), t.TempDir(), t.TempDir()
-	openToSandboxUser(t, workspace)
+	searchable(t, workspace)
 	toolsvc := buildToolsvc(ctx, t, binDir)
 	open, guarded := filepath.Join(sockDir, "open.sock"), filepath.Join(sockDir, "guarded.sock")
 	token := filepath.Join(t.TempDir(), "token")

@@ -179,7 +179,8 @@ def run(address, deadline_s, verbose, mcp_command=None):
     with grpc.insecure_channel(address) as channel:
         stub = pb_grpc.ExecutorServiceStub(channel)
 
-        tools = stub.ListTools(pb.ListToolsRequest(), timeout=deadline_s)
+        # wait_for_ready: a server started a moment ago may not listen yet.
+        tools = stub.ListTools(pb.ListToolsRequest(), timeout=deadline_s, wait_for_ready=True)
         print("tools: " + ", ".join(t.name for t in tools.tools))
 
         session = Session(stub, deadline_s)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
@@ -20,10 +21,46 @@ import (
 	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/executor"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
+	"github.com/toolwire/toolwire/pkg/sandbox"
 )
 
 // Config configures the embedded executor; it is the same as toolsvc's.
 type Config = execsvc.Config
+
+// DefaultNetwork is the network of an embedded executor's tools unless the
+// caller chooses: they work on the caller's own projects, and fetch modules,
+// install packages and test against local servers as the caller's shell
+// does. (A private network namespace also needs privileges an ordinary
+// user does not have.)
+const DefaultNetwork = sandbox.NetworkHost
+
+// Local returns cfg set up the way an executor inside a user's own command
+// runs (orchestrator -p, toolsvc call --embedded): its tools run as the user
+// who runs the command, confined by the sandbox, on any directory that user
+// may use (root's own included, when that user is root), instead of as a
+// user of their own per session, as a multi-tenant toolsvc serve runs them.
+// It runs the development profile (execsvc.ProfileDevelopment: the user's
+// real HOME, everything readable but the deny list, writes to the
+// workspace, the temp dir and the tool caches), and fills in what cfg
+// leaves empty: the run-as user (the caller, unless
+// session users are configured) and the network (DefaultNetwork). Both
+// commands build their embedded executor's configuration through it.
+func Local(cfg Config) Config {
+	cfg.Profile = execsvc.ProfileDevelopment
+	if cfg.Sandbox.RunAsUser == "" && cfg.SessionUIDs.IsZero() {
+		cfg.Sandbox.RunAsUser = CallerUser()
+	}
+	if cfg.Sandbox.Network == "" {
+		cfg.Sandbox.Network = DefaultNetwork
+	}
+	return cfg
+}
+
+// CallerUser returns the user and group of this process as "uid:gid", the
+// form sandbox.Config.RunAsUser takes.
+func CallerUser() string {
+	return fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+}
 
 // bufferSize is the in-memory connection's buffer.
 const bufferSize = 1 << 20

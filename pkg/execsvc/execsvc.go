@@ -104,7 +104,55 @@ type Config struct {
 	// MCP configures the MCP servers of sessions: the operator's, which
 	// every session gets, their start timeout and output cap.
 	MCP executor.MCPConfig
+	// Explain, when set, rewrites the errors of New and of a session's
+	// setup (a workspace the tool user cannot use, no session user left)
+	// before anyone sees them, so that they can name what fixes them in the
+	// caller's terms: a command passes Hints.Explain, naming its flags.
+	// Nil leaves them as they are.
+	Explain func(error) error
 }
+
+// Settings of an executor that errors are about, besides the sandbox's
+// (see sandbox.Setting).
+const (
+	// SettingRoot is Config.Root.
+	SettingRoot sandbox.Setting = "root"
+	// SettingExtraRoots is Config.ReadOnly and Config.ReadWrite.
+	SettingExtraRoots sandbox.Setting = "extra roots"
+)
+
+// Hints say, for each setting, what fixes an error about it in the terms
+// of whoever configured the executor, e.g. "pass --network host".
+type Hints map[sandbox.Setting]string
+
+// Explain returns err followed by the hints of the settings it is about
+// (sandbox.SettingsOf); err itself when there are none. The result wraps
+// err.
+func (h Hints) Explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	var fixes []string
+	for _, s := range sandbox.SettingsOf(err) {
+		if fix := h[s]; fix != "" && !slices.Contains(fixes, fix) {
+			fixes = append(fixes, fix)
+		}
+	}
+	if len(fixes) == 0 {
+		return err
+	}
+	return &explained{err: err, fixes: strings.Join(fixes, "; and ")}
+}
+
+// explained is an error followed by what fixes it.
+type explained struct {
+	err   error
+	fixes string
+}
+
+func (e *explained) Error() string { return e.err.Error() + "; to fix it, " + e.fixes }
+
+func (e *explained) Unwrap() error { return e.err }
 
 // Tools returns the built-in tools, hidden aliases included.
 func Tools() []tool.Tool {
@@ -118,31 +166,42 @@ func Tools() []tool.Tool {
 // New checks that the kernel supports the configured sandbox (failing
 // closed if not) and returns the executor.
 func New(cfg Config) (*executor.Executor, error) {
+	explain := cfg.explain
 	root, err := filepath.Abs(cfg.Root)
 	if err != nil {
-		return nil, fmt.Errorf("root %q: %w", cfg.Root, err)
+		return nil, explain(&sandbox.SettingError{Setting: SettingRoot, Err: fmt.Errorf("root %q: %w", cfg.Root, err)})
 	}
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("root %s is not a directory", root)
+	if fi, err := os.Stat(root); err != nil {
+		return nil, explain(&sandbox.SettingError{Setting: SettingRoot, Err: fmt.Errorf("root: %w", err)})
+	} else if !fi.IsDir() {
+		return nil, explain(&sandbox.SettingError{Setting: SettingRoot, Err: fmt.Errorf("root %s is not a directory", root)})
 	}
 	cfg.Root = root
+	for _, dir := range append(append([]string(nil), cfg.ReadOnly...), cfg.ReadWrite...) {
+		if fi, err := os.Stat(dir); err != nil {
+			return nil, explain(&sandbox.SettingError{Setting: SettingExtraRoots, Err: fmt.Errorf("extra root: %w", err)})
+		} else if !fi.IsDir() {
+			return nil, explain(&sandbox.SettingError{Setting: SettingExtraRoots, Err: fmt.Errorf("extra root %s is not a directory", dir)})
+		}
+	}
 	res, err := resolve(cfg)
 	if err != nil {
-		return nil, err
+		return nil, explain(err)
 	}
 	if err := sandbox.Check(res.sandbox); err != nil {
-		return nil, err
+		return nil, explain(err)
 	}
 	var users *sandbox.UIDPool
 	if !cfg.SessionUIDs.IsZero() {
 		if cfg.Sandbox.RunAsUser != "" {
-			return nil, fmt.Errorf("a user of its own for each session (ids %s) and one user for all (%q) exclude each other: choose one", cfg.SessionUIDs, cfg.Sandbox.RunAsUser)
+			return nil, explain(&sandbox.SettingError{Setting: sandbox.SettingSessionUsers,
+				Err: fmt.Errorf("a user of its own for each session (ids %s) and one user for all (%q) exclude each other: choose one", cfg.SessionUIDs, cfg.Sandbox.RunAsUser)})
 		}
 		if err := sandbox.CheckSessionUsers(root); err != nil {
-			return nil, err
+			return nil, explain(err)
 		}
 		if users, err = sandbox.SharedUIDPool(cfg.SessionUIDs); err != nil {
-			return nil, err
+			return nil, explain(err)
 		}
 	}
 	var outputs *outputStore
@@ -166,6 +225,14 @@ func New(cfg Config) (*executor.Executor, error) {
 	})
 }
 
+// explain applies cfg.Explain to err.
+func (cfg Config) explain(err error) error {
+	if cfg.Explain == nil {
+		return err
+	}
+	return cfg.Explain(err)
+}
+
 // envFactory returns the executor's EnvFactory for cfg as res resolved
 // it; users, when not nil, gives each session its user, and outputs, when
 // not nil, keeps the sessions' saved outputs.
@@ -178,6 +245,7 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 				for i := len(cleanup) - 1; i >= 0; i-- {
 					cleanup[i]()
 				}
+				err = cfg.explain(err)
 			}
 		}()
 		sc := res.sandbox

@@ -3,8 +3,10 @@ package execsvc
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -170,5 +172,68 @@ func TestNewRefusesTwoUserModes(t *testing.T) {
 	cfg := Config{Root: sandboxtest.Dir(t), SessionUIDs: testIDs, Sandbox: sandbox.Config{RunAsUser: "nobody"}}
 	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "exclude each other") {
 		t.Fatalf("got %v, want a refusal of --session-uids with --run-as", err)
+	}
+}
+
+// TestExplainAddsTheFix: the errors of New and of a session's setup reach
+// the caller with the hint of the setting they are about, and still wrap
+// what they wrapped.
+func TestExplainAddsTheFix(t *testing.T) {
+	hints := Hints{
+		SettingRoot:                     "FIX-ROOT",
+		sandbox.SettingSessionWorkspace: "FIX-WORKSPACE",
+		sandbox.SettingSessionUIDs:      "FIX-UIDS",
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	_, err := New(Config{Root: missing, Explain: hints.Explain})
+	if err == nil || !strings.HasSuffix(err.Error(), "; to fix it, FIX-ROOT") || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("New with a missing root: %v, want it to end with the root's hint and wrap ErrNotExist", err)
+	}
+
+	t.Run("session setup", func(t *testing.T) {
+		needRoot(t)
+		one := sandbox.UIDRange{First: testIDs.Last, Last: testIDs.Last}
+		root := sandboxtest.Dir(t)
+		rootOwned := filepath.Join(root, "root-owned")
+		if err := os.Mkdir(rootOwned, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Root: root, SessionUIDs: one, TempRoot: sandboxtest.Dir(t), Explain: hints.Explain}
+		pool, err := sandbox.NewUIDPool(one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		factory := factoryOf(t, cfg, pool)
+		_, _, err = factory(context.Background(), "x", "root-owned")
+		if err == nil || !strings.Contains(err.Error(), "not accessible to user") || !strings.HasSuffix(err.Error(), "; to fix it, FIX-WORKSPACE") {
+			t.Errorf("a root-owned workspace: %v, want the workspace's hint", err)
+		}
+		env, _, err := factory(context.Background(), "y", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer env.Close()
+		_, _, err = factory(context.Background(), "z", "")
+		if err == nil || !strings.HasSuffix(err.Error(), "; to fix it, FIX-UIDS") {
+			t.Errorf("no id left: %v, want the range's hint", err)
+		}
+	})
+}
+
+func TestHintsExplain(t *testing.T) {
+	h := Hints{sandbox.SettingNetwork: "pass --network host", sandbox.SettingBackend: "pass --sandbox none"}
+	plain := errors.New("plain")
+	if got := h.Explain(plain); got != plain {
+		t.Errorf("an error about no setting became %v", got)
+	}
+	if h.Explain(nil) != nil {
+		t.Error("nil became an error")
+	}
+	both := fmt.Errorf("setup: %w; %w",
+		&sandbox.SettingError{Setting: sandbox.SettingBackend, Err: errors.New("no Landlock")},
+		&sandbox.SettingError{Setting: sandbox.SettingNetwork, Err: errors.New("no netns")})
+	want := "setup: no Landlock; no netns; to fix it, pass --sandbox none; and pass --network host"
+	if got := h.Explain(both); got.Error() != want || !errors.Is(got, both) {
+		t.Errorf("got %q, want %q wrapping the original", got, want)
 	}
 }

@@ -23,36 +23,38 @@ func Check(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	var missing []string
+	var missing policyError
 	if cfg.Backend == BackendLandlock {
 		if abi := landlockABI(); abi < minLandlockABI {
 			what := "Landlock is disabled or not built in"
 			if abi > 0 {
 				what = fmt.Sprintf("the kernel offers Landlock ABI %d", abi)
 			}
-			missing = append(missing, fmt.Sprintf("Landlock ABI %d or later (file rights, device ioctl, signal and abstract socket scoping): %s", minLandlockABI, what))
+			missing = append(missing, settingError(SettingBackend, fmt.Errorf("Landlock ABI %d or later (file rights, device ioctl, signal and abstract socket scoping): %s", minLandlockABI, what)))
 		}
 	}
 	if cfg.Network == NetworkNone {
 		if err := probeNetns(); err != nil {
-			missing = append(missing, fmt.Sprintf("a private network namespace for network %q: %v", NetworkNone, err))
+			missing = append(missing, settingError(SettingNetwork, fmt.Errorf("a private network namespace for network %q: %w", NetworkNone, err)))
 		}
 	}
 	if os.Geteuid() == 0 && cfg.RunAsUser != "" {
 		if _, err := lookupIdentity(cfg.RunAsUser); err != nil {
-			missing = append(missing, err.Error())
+			missing = append(missing, err)
 		}
 	}
 	// Missing system directories are skipped; the paths asked for must be
 	// there.
 	for _, p := range slices.Concat(cfg.ReadWritePaths, cfg.ReadOnlyPaths) {
 		if _, err := os.Stat(p); err != nil {
-			missing = append(missing, fmt.Sprintf("allowed path: %v", err))
+			missing = append(missing, settingError(SettingPaths, fmt.Errorf("allowed path: %w", err)))
 		}
 	}
-	missing = append(missing, rlimitsAboveHard(cfg.Limits)...)
+	for _, msg := range rlimitsAboveHard(cfg.Limits) {
+		missing = append(missing, settingError(SettingLimits, errors.New(msg)))
+	}
 	if len(missing) > 0 {
-		return fmt.Errorf("sandbox: cannot enforce the configured policy: %s", strings.Join(missing, "; "))
+		return missing
 	}
 	return nil
 }
@@ -67,7 +69,7 @@ func rlimitsAboveHard(l Limits) []string {
 		if want == 0 || unix.Getrlimit(res, &own) != nil || own.Max == unix.RLIM_INFINITY || want <= own.Max {
 			return
 		}
-		out = append(out, fmt.Sprintf("%s of %d is above the hard limit of %d that toolsvc runs with (%s): raise that (ulimit -H) or ask for less",
+		out = append(out, fmt.Sprintf("%s of %d is above the hard limit of %d that this process runs with (%s), which a child's can only be lowered from",
 			what, want, own.Max, rlimitName(res)))
 	}
 	if l.CPUTime > 0 {
@@ -116,7 +118,7 @@ func CheckSessionUsers(root string) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("sandbox: cannot enforce the configured policy: a user of its own for each session: %w", err)
+		return policyError{settingError(SettingSessionUsers, fmt.Errorf("a user of its own for each session: %w", err))}
 	}
 	return nil
 }

@@ -184,14 +184,14 @@ func (c Config) normalize() (Config, error) {
 		c.Backend = BackendLandlock
 	case BackendLandlock, BackendNone:
 	default:
-		return c, fmt.Errorf("sandbox: unknown backend %q (want %q or %q)", c.Backend, BackendLandlock, BackendNone)
+		return c, settingError(SettingBackend, fmt.Errorf("sandbox: unknown backend %q (want %q or %q)", c.Backend, BackendLandlock, BackendNone))
 	}
 	switch c.Network {
 	case "":
 		c.Network = NetworkNone
 	case NetworkNone, NetworkHost:
 	default:
-		return c, fmt.Errorf("sandbox: unknown network mode %q (want %q or %q)", c.Network, NetworkNone, NetworkHost)
+		return c, settingError(SettingNetwork, fmt.Errorf("sandbox: unknown network mode %q (want %q or %q)", c.Network, NetworkNone, NetworkHost))
 	}
 	for _, p := range slices.Concat(c.ReadOnlyPaths, c.ReadWritePaths, c.DenyPaths) {
 		if !filepath.IsAbs(p) {
@@ -213,8 +213,16 @@ func (c Config) normalize() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	l := c.Limits
-	if l.CPUTime < 0 || l.Memory < 0 || l.Processes < 0 || l.FileSize < 0 || l.OpenFiles < 0 {
-		return c, fmt.Errorf("sandbox: negative limit in %+v", l)
+	for _, n := range []struct {
+		what  string
+		value int64
+	}{
+		{"CPU time", int64(l.CPUTime)}, {"memory", l.Memory}, {"processes", int64(l.Processes)},
+		{"file size", l.FileSize}, {"open files", int64(l.OpenFiles)},
+	} {
+		if n.value < 0 {
+			return c, settingError(SettingLimits, fmt.Errorf("sandbox: the %s limit is negative", n.what))
+		}
 	}
 	return c, nil
 }
@@ -264,7 +272,7 @@ func lookupIdentity(spec string) (identity, error) {
 	} else {
 		u, err := user.Lookup(name)
 		if err != nil {
-			return id, fmt.Errorf("sandbox: run-as user %q: %w", spec, err)
+			return id, settingError(SettingUser, fmt.Errorf("sandbox: run-as user %q: %w", spec, err))
 		}
 		id.name = u.Username
 		id.uid, _ = strconv.Atoi(u.Uid)
@@ -273,7 +281,7 @@ func lookupIdentity(spec string) (identity, error) {
 	if hasGroup {
 		gid, err := strconv.Atoi(group)
 		if err != nil {
-			return id, fmt.Errorf("sandbox: run-as user %q: group must be numeric", spec)
+			return id, settingError(SettingUser, fmt.Errorf("sandbox: run-as user %q: the group after the colon must be numeric", spec))
 		}
 		id.gid = gid
 	}

@@ -94,7 +94,7 @@ func NewRunner(cfg Config, workspace, tempDir string) (_ *Runner, err error) {
 	var id identity
 	if lease != nil {
 		if os.Geteuid() != 0 {
-			return nil, errors.New("sandbox: session users need the service to run as root")
+			return nil, settingError(SettingSessionUsers, errors.New("sandbox: session users need the service to run as root"))
 		}
 		id = sessionIdentity(lease)
 	} else if id, err = resolveIdentity(cfg.RunAsUser, workspace); err != nil {
@@ -691,11 +691,16 @@ func accessibleBy(dir string, id identity, mappedOwner int) error {
 			have = mode
 		}
 		if have&bits != bits {
-			fix := "make it accessible or set RunAsUser"
-			if id.session {
-				fix = "every directory above a workspace must be searchable by others (mode o+x), and a workspace owned by root is not shown as the session user's; let toolsvc create the workspace, or give it to a user other than root"
+			what := "pass through it"
+			if p == dir {
+				what = "write in it"
 			}
-			return fmt.Errorf("sandbox: %s is not accessible to user %s (uid %d): mode %v owner %d; %s", p, id.name, id.uid, fi.Mode().Perm(), st.Uid, fix)
+			err := fmt.Errorf("sandbox: %s is not accessible to user %s (uid %d), who runs the tools and must %s: mode %04o, owner uid %d",
+				p, id.name, id.uid, what, uint32(fi.Mode().Perm()), st.Uid)
+			if id.session {
+				return settingError(SettingSessionWorkspace, fmt.Errorf("%w; a session's user works only in a workspace made for it or owned by a user other than root, under directories others may search (o+x)", err))
+			}
+			return settingError(SettingUser, err)
 		}
 		return nil
 	}

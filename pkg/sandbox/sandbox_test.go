@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -479,16 +480,17 @@ func TestDenials(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	cases := map[string]struct {
-		cfg  sandbox.Config
-		want string
+		cfg     sandbox.Config
+		want    string
+		setting sandbox.Setting // the setting the error names, for the flag hint
 	}{
-		"defaults":         {sandbox.Config{}, ""},
-		"bad backend":      {sandbox.Config{Backend: "chroot"}, "unknown backend"},
-		"bad network":      {sandbox.Config{Network: "bridge"}, "unknown network"},
-		"missing path":     {sandbox.Config{ReadWritePaths: []string{"/does/not/exist"}}, "/does/not/exist"},
-		"unknown user":     {sandbox.Config{RunAsUser: "no-such-user-xyz"}, "no-such-user-xyz"},
-		"negative limit":   {sandbox.Config{Limits: sandbox.Limits{OpenFiles: -1}}, "negative limit"},
-		"no landlock asks": {sandbox.Config{Backend: sandbox.BackendNone, Network: sandbox.NetworkHost}, ""},
+		"defaults":         {sandbox.Config{}, "", ""},
+		"bad backend":      {sandbox.Config{Backend: "chroot"}, "unknown backend", sandbox.SettingBackend},
+		"bad network":      {sandbox.Config{Network: "bridge"}, "unknown network", sandbox.SettingNetwork},
+		"missing path":     {sandbox.Config{ReadWritePaths: []string{"/does/not/exist"}}, "/does/not/exist", sandbox.SettingPaths},
+		"unknown user":     {sandbox.Config{RunAsUser: "no-such-user-xyz"}, "no-such-user-xyz", sandbox.SettingUser},
+		"negative limit":   {sandbox.Config{Limits: sandbox.Limits{OpenFiles: -1}}, "open files limit is negative", sandbox.SettingLimits},
+		"no landlock asks": {sandbox.Config{Backend: sandbox.BackendNone, Network: sandbox.NetworkHost}, "", ""},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -499,8 +501,17 @@ func TestCheck(t *testing.T) {
 				}
 				return
 			}
+			if c.setting == sandbox.SettingUser && os.Geteuid() != 0 {
+				if err != nil {
+					t.Fatalf("run-as is ignored without root, got %v", err)
+				}
+				return
+			}
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want %q", err, c.want)
+			}
+			if got := sandbox.SettingsOf(err); !slices.Contains(got, c.setting) {
+				t.Errorf("error %q is about settings %q, want %q among them", err, got, c.setting)
 			}
 		})
 	}

@@ -41,6 +41,11 @@ var ErrUIDRangeTaken = errors.New("sandbox: session id range in use by another p
 // containers need no distinct ranges; they do not share the lock
 // directory either.
 func SharedUIDPool(r UIDRange) (*UIDPool, error) {
+	p, err := sharedUIDPool(r)
+	return p, settingError(SettingSessionUIDs, err)
+}
+
+func sharedUIDPool(r UIDRange) (*UIDPool, error) {
 	claims.mu.Lock()
 	defer claims.mu.Unlock()
 	if p := claims.pools[r]; p != nil {
@@ -81,7 +86,7 @@ func SharedUIDPool(r UIDRange) (*UIDPool, error) {
 			locks = append(locks, f)
 		}
 		if p == nil {
-			return nil, fmt.Errorf("%w: every block of %d ids of %s is another process's; give this toolsvc a --session-uids range of its own",
+			return nil, fmt.Errorf("%w: every block of %d ids of %s is another process's; give this executor a range of its own",
 				ErrUIDRangeTaken, uidBlock, r)
 		}
 	} else {
@@ -122,7 +127,7 @@ func lockBlock(dir string, b int) (*os.File, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		_ = f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: ids %d-%d are another process's (lock %s); give each toolsvc of a machine its own --session-uids range",
+			return nil, fmt.Errorf("%w: ids %d-%d are another process's (lock %s); give each executor of the machine a range of its own",
 				ErrUIDRangeTaken, b*uidBlock, b*uidBlock+uidBlock-1, path)
 		}
 		return nil, fmt.Errorf("sandbox: lock session ids: %w", err)

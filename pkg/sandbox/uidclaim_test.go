@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -55,8 +55,8 @@ func TestSharedUIDPoolClaimsRange(t *testing.T) {
 
 	overlapping := sandbox.UIDRange{First: base + 1500, Last: base + 2999}
 	_, err := sandbox.SharedUIDPool(overlapping)
-	if !errors.Is(err, sandbox.ErrUIDRangeTaken) || !strings.Contains(err.Error(), "--session-uids") {
-		t.Errorf("overlapping claim: %v, want ErrUIDRangeTaken naming --session-uids", err)
+	if !errors.Is(err, sandbox.ErrUIDRangeTaken) || !slices.Equal(sandbox.SettingsOf(err), []sandbox.Setting{sandbox.SettingSessionUIDs}) {
+		t.Errorf("overlapping claim: %v (about %q), want ErrUIDRangeTaken about the session uid range", err, sandbox.SettingsOf(err))
 	}
 	if err := release(); err != nil {
 		t.Fatalf("helper: %v", err)

@@ -42,7 +42,7 @@ func ParseUIDRange(s string) (UIDRange, error) {
 	first, err1 := strconv.Atoi(a)
 	last, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil {
-		return UIDRange{}, fmt.Errorf("sandbox: id range %q: want FIRST-LAST, e.g. %s", s, DefaultSessionUIDs)
+		return UIDRange{}, settingError(SettingSessionUIDs, fmt.Errorf("sandbox: id range %q: want FIRST-LAST, e.g. %s", s, DefaultSessionUIDs))
 	}
 	r := UIDRange{First: first, Last: last}
 	return r, r.validate()
@@ -54,10 +54,10 @@ const maxID = 1<<32 - 3
 
 func (r UIDRange) validate() error {
 	if r.First <= 0 || r.Last < r.First || r.Last > maxID {
-		return fmt.Errorf("sandbox: id range %s: want 0 < FIRST <= LAST <= %d", r, maxID)
+		return settingError(SettingSessionUIDs, fmt.Errorf("sandbox: id range %s: want 0 < FIRST <= LAST <= %d", r, maxID))
 	}
 	if r.contains(65534) {
-		return fmt.Errorf("sandbox: id range %s holds 65534 (nobody, and the kernel's overflow id)", r)
+		return settingError(SettingSessionUIDs, fmt.Errorf("sandbox: id range %s holds 65534 (nobody, and the kernel's overflow id)", r))
 	}
 	return nil
 }
@@ -91,7 +91,7 @@ func NewUIDPool(r UIDRange) (*UIDPool, error) {
 			return nil, err
 		}
 		if name != "" {
-			return nil, fmt.Errorf("sandbox: id range %s holds %q (id %d) of %s: choose a range no account uses", r, name, id, f)
+			return nil, settingError(SettingSessionUIDs, fmt.Errorf("sandbox: id range %s holds %q (id %d) of %s: choose a range no account uses", r, name, id, f))
 		}
 	}
 	stale := map[int]bool{}
@@ -149,7 +149,7 @@ func (p *UIDPool) Lease() (*UIDLease, error) {
 			return &UIDLease{pool: p, id: id}, nil
 		}
 	}
-	return nil, fmt.Errorf("sandbox: every id of %s is in use (%d sessions and calls, %d held by processes left over); widen the range", p.r, len(p.leased), len(p.stale))
+	return nil, settingError(SettingSessionUIDs, fmt.Errorf("sandbox: every id of %s is in use (%d sessions and calls, %d held by processes left over); widen the range", p.r, len(p.leased), len(p.stale)))
 }
 
 // UIDLease is one id of a UIDPool, held until Release.

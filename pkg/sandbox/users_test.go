@@ -265,6 +265,9 @@ func TestSessionUserWorkspaces(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "not accessible to user toolwire") {
 			t.Fatalf("got %v, want a refusal of the root-owned workspace", err)
 		}
+		if got := sandbox.SettingsOf(err); len(got) != 1 || got[0] != sandbox.SettingSessionWorkspace {
+			t.Errorf("the refusal is about %q, want the session workspace", got)
+		}
 	})
 }
 
