@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/toolwire/toolwire/pkg/notebook"
 )
@@ -276,4 +277,61 @@ func TestParseRefusesWhatIsNotANotebook(t *testing.T) {
 			t.Errorf("Parse(%s) = %v, want ErrFormat", src, err)
 		}
 	}
+}
+
+// FuzzEdit: whatever notebook parses, it writes back as valid JSON with the
+// same cells, and stays so through edits.
+func FuzzEdit(f *testing.F) {
+	f.Add([]byte(jupyter), "x <y> & \"z\"\n", 1)
+	f.Add([]byte(`{"cells":[{"cell_type":"raw","source":"a","metadata":{}}],"metadata":{},"nbformat":4,"nbformat_minor":2}`), "", 0)
+	f.Add([]byte("{\"nbformat\":4,\"cells\":[],\"extra\":[1,2.50,{\"\\u00e9\":null}]}"), "\u2028", 3)
+	f.Fuzz(func(t *testing.T, data []byte, src string, at int) {
+		if len(data) > 64<<10 || len(src) > 4<<10 {
+			return
+		}
+		nb, err := notebook.Parse(data)
+		if err != nil || !utf8.ValidString(src) {
+			// A source from the model is valid UTF-8: it came as JSON.
+			return
+		}
+		check := func(nb *notebook.Notebook) *notebook.Notebook {
+			out, err := nb.Marshal()
+			if err != nil {
+				t.Fatalf("marshal: %v", err)
+			}
+			if !json.Valid(out) {
+				t.Fatalf("invalid JSON written:\n%s", out)
+			}
+			back, err := notebook.Parse(out)
+			if err != nil {
+				t.Fatalf("what was written does not parse: %v\n%s", err, out)
+			}
+			if back.Len() != nb.Len() {
+				t.Fatalf("%d cells read back, want %d", back.Len(), nb.Len())
+			}
+			for i := range nb.Len() {
+				if back.CellID(i) != nb.CellID(i) || back.Source(i) != nb.Source(i) || back.CellType(i) != nb.CellType(i) {
+					t.Fatalf("cell %d changed: %q %q %q", i, back.CellID(i), back.CellType(i), back.Source(i))
+				}
+			}
+			return back
+		}
+		nb = check(nb)
+		i := 0
+		if nb.Len() > 0 {
+			i = (at%nb.Len() + nb.Len()) % nb.Len()
+		}
+		id := nb.Insert(i, src, notebook.Code)
+		nb = check(nb)
+		if j, err := nb.Find(id); err != nil || nb.Source(j) != src {
+			t.Fatalf("inserted cell %q not found (%v) or changed", id, err)
+		}
+		nb.Replace(i, src+"!", notebook.Markdown)
+		nb = check(nb)
+		if nb.Source(i) != src+"!" || nb.CellType(i) != notebook.Markdown {
+			t.Fatalf("replace did not hold: %q %q", nb.CellType(i), nb.Source(i))
+		}
+		nb.Delete(i)
+		check(nb)
+	})
 }
