@@ -99,13 +99,21 @@ func TestHeadlessPDFAndNotebook(t *testing.T) {
 		t.Errorf("the document sent holds %q, want pages 13 and 14", pages)
 	}
 
-	// The notebook: the cell as text, its output as an image.
-	var nbResult model.Block
+	// The fake API decodes it as a document block too.
+	var pdfResult, nbResult model.Block
 	for _, b := range reqs[1].Body.Messages[len(reqs[1].Body.Messages)-1].Content {
-		if b.ToolUseID == "toolu_nb" {
+		switch b.ToolUseID {
+		case "toolu_pdf":
+			pdfResult = b
+		case "toolu_nb":
 			nbResult = b
 		}
 	}
+	if len(pdfResult.Content) != 2 || pdfResult.Content[1].Type != model.BlockDocument || pdfResult.Content[1].Source.Data != src["data"] {
+		t.Errorf("PDF tool_result as the fake decoded it: %+v", pdfResult)
+	}
+
+	// The notebook: the cell as text, its output as an image.
 	if len(nbResult.Content) != 2 || nbResult.Content[0].Text != "<cell id=\"fig\">plot()</cell id=\"fig\">" ||
 		nbResult.Content[1].Type != model.BlockImage || nbResult.Content[1].Source.Data != base64.StdEncoding.EncodeToString(pixel) {
 		t.Errorf("notebook tool_result: %+v", nbResult)
