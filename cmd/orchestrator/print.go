@@ -283,7 +283,7 @@ func callLabel(name, inputJSON string) string {
 	var in map[string]any
 	_ = json.Unmarshal([]byte(inputJSON), &in)
 	arg := ""
-	for _, k := range []string{"command", "file_path", "pattern", "path", "task_id", "bash_id", "shell_id"} {
+	for _, k := range []string{"command", "file_path", "notebook_path", "pattern", "path", "task_id", "bash_id", "shell_id"} {
 		if v, ok := in[k].(string); ok && v != "" {
 			arg = v
 			break

@@ -14,14 +14,15 @@ type ToolResultBlock struct {
 	IsError *bool `json:"is_error,omitempty"`
 }
 
-// contentBlock is a text or image block inside a tool_result.
+// contentBlock is a text, image or document block inside a tool_result.
 type contentBlock struct {
-	Type   string       `json:"type"`
-	Text   string       `json:"text,omitempty"`
-	Source *imageSource `json:"source,omitempty"`
+	Type   string        `json:"type"`
+	Text   string        `json:"text,omitempty"`
+	Source *base64Source `json:"source,omitempty"`
 }
 
-type imageSource struct {
+// base64Source is the source of an image or document block.
+type base64Source struct {
 	Type      string `json:"type"`
 	MediaType string `json:"media_type"`
 	Data      string `json:"data"`
@@ -44,7 +45,11 @@ func ToolResult(r *executorv1.Result) ToolResultBlock {
 	list := make([]contentBlock, 0, len(blocks))
 	for _, c := range blocks {
 		if img := c.GetImage(); img != nil {
-			list = append(list, contentBlock{Type: "image", Source: &imageSource{Type: "base64", MediaType: img.GetMediaType(), Data: img.GetDataBase64()}})
+			list = append(list, contentBlock{Type: "image", Source: &base64Source{Type: "base64", MediaType: img.GetMediaType(), Data: img.GetDataBase64()}})
+			continue
+		}
+		if doc := c.GetDocument(); doc != nil {
+			list = append(list, contentBlock{Type: "document", Source: &base64Source{Type: "base64", MediaType: doc.GetMediaType(), Data: doc.GetDataBase64()}})
 			continue
 		}
 		list = append(list, contentBlock{Type: "text", Text: c.GetText().GetText()})

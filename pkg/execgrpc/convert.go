@@ -204,13 +204,7 @@ func resultToProto(cr *executor.CallResult) *executorv1.Result {
 		m.Timing.QueueWait = durationpb.New(cr.FinishedAt.Sub(cr.ReceivedAt))
 	}
 	for _, c := range res.Content {
-		if c.IsImage() {
-			m.Content = append(m.Content, &executorv1.ContentBlock{Block: &executorv1.ContentBlock_Image{
-				Image: &executorv1.ImageBlock{MediaType: c.MediaType, DataBase64: base64.StdEncoding.EncodeToString(c.Data)}}})
-			continue
-		}
-		m.Content = append(m.Content, &executorv1.ContentBlock{Block: &executorv1.ContentBlock_Text{
-			Text: &executorv1.TextBlock{Text: strings.ToValidUTF8(c.Text, "\uFFFD")}}})
+		m.Content = append(m.Content, contentToProto(c))
 	}
 	if t := res.Truncation; t != nil {
 		m.Truncation = &executorv1.Truncation{OriginalBytes: t.OriginalBytes, OmittedBytes: t.OmittedBytes, FullOutputPath: t.FullOutputPath}
@@ -219,6 +213,21 @@ func resultToProto(cr *executor.CallResult) *executorv1.Result {
 		m.ExitCode = proto.Int32(int32(*res.ExitCode))
 	}
 	return m
+}
+
+// contentToProto converts one block of a tool's result.
+func contentToProto(c tool.Content) *executorv1.ContentBlock {
+	switch {
+	case c.IsDocument():
+		return &executorv1.ContentBlock{Block: &executorv1.ContentBlock_Document{
+			Document: &executorv1.DocumentBlock{MediaType: c.MediaType, DataBase64: base64.StdEncoding.EncodeToString(c.Data)}}}
+	case c.IsImage():
+		return &executorv1.ContentBlock{Block: &executorv1.ContentBlock_Image{
+			Image: &executorv1.ImageBlock{MediaType: c.MediaType, DataBase64: base64.StdEncoding.EncodeToString(c.Data)}}}
+	default:
+		return &executorv1.ContentBlock{Block: &executorv1.ContentBlock_Text{
+			Text: &executorv1.TextBlock{Text: strings.ToValidUTF8(c.Text, "\uFFFD")}}}
+	}
 }
 
 // ToolSpecToProto converts a tool spec to its ListTools form.

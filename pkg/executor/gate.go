@@ -308,7 +308,7 @@ func toolResponse(res *tool.Result) json.RawMessage {
 // appendText adds a paragraph to the last text block of res.
 func appendText(res *tool.Result, s string) {
 	for i := len(res.Content) - 1; i >= 0; i-- {
-		if !res.Content[i].IsImage() {
+		if res.Content[i].IsText() {
 			res.Content[i].Text += "\n\n" + s
 			return
 		}

@@ -263,12 +263,12 @@ func (c *call) metricToolName() string {
 }
 
 // resultText is the content of a result as text: text blocks as they are,
-// images as a short note.
+// images and documents as a short note.
 func resultText(r *tool.Result) string {
 	var b strings.Builder
 	for _, c := range r.Content {
-		if c.IsImage() {
-			fmt.Fprintf(&b, "[image %s, %d bytes]", c.MediaType, len(c.Data))
+		if !c.IsText() {
+			fmt.Fprintf(&b, "[%s, %d bytes]", c.MediaType, len(c.Data))
 			continue
 		}
 		b.WriteString(c.Text)

@@ -89,7 +89,7 @@ func (t *mcpTool) cap(env *tool.Env, call *tool.Call, res *tool.Result) {
 	limit := maxTokens * charsPerToken
 	chars := 0
 	for _, c := range res.Content {
-		if !c.IsImage() {
+		if c.IsText() {
 			chars += utf8.RuneCountInString(c.Text)
 		}
 	}
@@ -98,7 +98,7 @@ func (t *mcpTool) cap(env *tool.Env, call *tool.Call, res *tool.Result) {
 	}
 	var full strings.Builder
 	for i, c := range res.Content {
-		if c.IsImage() {
+		if !c.IsText() {
 			continue
 		}
 		if i > 0 && full.Len() > 0 {
@@ -119,7 +119,7 @@ func (t *mcpTool) cap(env *tool.Env, call *tool.Call, res *tool.Result) {
 	kept := 0
 	content := res.Content[:0]
 	for _, c := range res.Content {
-		if c.IsImage() {
+		if !c.IsText() {
 			content = append(content, c)
 			continue
 		}

@@ -115,11 +115,13 @@ func TestRequestEncoding(t *testing.T) {
 		{Role: model.RoleAssistant, Content: []model.Block{
 			{Type: model.BlockToolUse, ID: "toolu_1", Name: "Read", Input: json.RawMessage(`{"file_path":"a"}`)},
 			{Type: model.BlockToolUse, ID: "toolu_2", Name: "Read", Input: json.RawMessage(`{"file_path":"b.png"}`)},
+			{Type: model.BlockToolUse, ID: "toolu_4", Name: "Read", Input: json.RawMessage(`{"file_path":"c.pdf"}`)},
 			{Type: model.BlockToolUse, ID: "toolu_3", Name: "Bash", Input: json.RawMessage(`{"command":"false"}`)},
 		}},
 		{Role: model.RoleUser, Content: []model.Block{
 			model.ToolResultBlock("toolu_1", []model.Block{model.TextBlock("1\tx")}, nil),
 			model.ToolResultBlock("toolu_2", []model.Block{model.ImageBlock("image/png", "iVBO")}, nil),
+			model.ToolResultBlock("toolu_4", []model.Block{model.TextBlock("c.pdf"), model.DocumentBlock("application/pdf", "JVBE")}, nil),
 			model.ToolResultBlock("toolu_3", []model.Block{model.TextBlock("Exit code 1")}, &isErr),
 		}},
 	}
@@ -147,6 +149,10 @@ func TestRequestEncoding(t *testing.T) {
 		map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "1\tx"},
 		map[string]any{"type": "tool_result", "tool_use_id": "toolu_2", "content": []any{
 			map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": "iVBO"}},
+		}},
+		map[string]any{"type": "tool_result", "tool_use_id": "toolu_4", "content": []any{
+			map[string]any{"type": "text", "text": "c.pdf"},
+			map[string]any{"type": "document", "source": map[string]any{"type": "base64", "media_type": "application/pdf", "data": "JVBE"}},
 		}},
 		map[string]any{"type": "tool_result", "tool_use_id": "toolu_3", "content": "Exit code 1", "is_error": true,
 			"cache_control": map[string]any{"type": "ephemeral"}},

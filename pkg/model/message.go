@@ -25,6 +25,7 @@ const (
 	BlockToolUse          BlockType = "tool_use"
 	BlockToolResult       BlockType = "tool_result"
 	BlockImage            BlockType = "image"
+	BlockDocument         BlockType = "document"
 )
 
 // Message is one message of a conversation, in the Messages API's shape. Its
@@ -81,13 +82,14 @@ func (m Message) Text() string {
 	return s
 }
 
-// ImageSource is the base64 source of an image block.
+// ImageSource is the base64 source of an image block, and of a document
+// block (media type "application/pdf").
 type ImageSource struct {
 	// Type is always "base64".
 	Type string `json:"type"`
-	// MediaType is e.g. "image/png".
+	// MediaType is e.g. "image/png" or "application/pdf".
 	MediaType string `json:"media_type"`
-	// Data is the standard base64 of the image bytes.
+	// Data is the standard base64 of the image or document bytes.
 	Data string `json:"data"`
 }
 
@@ -109,12 +111,12 @@ type Block struct {
 	Input json.RawMessage
 	// ToolUseID of a tool_result block.
 	ToolUseID string
-	// Content of a tool_result block: text and image blocks. A single text
-	// block is sent as a plain string, as Claude Code does.
+	// Content of a tool_result block: text, image and document blocks. A
+	// single text block is sent as a plain string, as Claude Code does.
 	Content []Block
 	// IsError of a tool_result block; nil leaves the key out.
 	IsError *bool
-	// Source of an image block.
+	// Source of an image or document block.
 	Source *ImageSource
 
 	// cache marks the block as a prompt-cache breakpoint when sent.
@@ -132,6 +134,12 @@ func ToolResultBlock(toolUseID string, content []Block, isError *bool) Block {
 // ImageBlock returns a base64 image block.
 func ImageBlock(mediaType, base64Data string) Block {
 	return Block{Type: BlockImage, Source: &ImageSource{Type: "base64", MediaType: mediaType, Data: base64Data}}
+}
+
+// DocumentBlock returns a base64 document block, such as a PDF
+// ("application/pdf"), which the API reads as text and page images.
+func DocumentBlock(mediaType, base64Data string) Block {
+	return Block{Type: BlockDocument, Source: &ImageSource{Type: "base64", MediaType: mediaType, Data: base64Data}}
 }
 
 type cacheControl struct {
@@ -191,7 +199,7 @@ func (b Block) MarshalJSON() ([]byte, error) {
 			IsError      *bool         `json:"is_error,omitempty"`
 			CacheControl *cacheControl `json:"cache_control,omitempty"`
 		}{b.Type, b.ToolUseID, content, b.IsError, cc})
-	case BlockImage:
+	case BlockImage, BlockDocument:
 		return json.Marshal(struct {
 			Type         BlockType     `json:"type"`
 			Source       *ImageSource  `json:"source"`

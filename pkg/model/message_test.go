@@ -24,6 +24,8 @@ func TestBlockJSONRoundTrip(t *testing.T) {
 			`{"type":"tool_result","tool_use_id":"t","content":"ok","is_error":false}`},
 		{"tool_result list", model.ToolResultBlock("t", []model.Block{model.ImageBlock("image/png", "AA")}, nil),
 			`{"type":"tool_result","tool_use_id":"t","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA"}}]}`},
+		{"tool_result document", model.ToolResultBlock("t", []model.Block{model.TextBlock("PDF"), model.DocumentBlock("application/pdf", "JVBE")}, nil),
+			`{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"PDF"},{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBE"}}]}`},
 		{"tool_result empty", model.ToolResultBlock("t", nil, nil), `{"type":"tool_result","tool_use_id":"t"}`},
 	}
 	for _, tt := range tests {

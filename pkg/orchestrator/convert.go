@@ -17,6 +17,8 @@ func ToolResultBlock(r *executorv1.Result) model.Block {
 		switch {
 		case c.GetImage() != nil:
 			content = append(content, model.ImageBlock(c.GetImage().GetMediaType(), c.GetImage().GetDataBase64()))
+		case c.GetDocument() != nil:
+			content = append(content, model.DocumentBlock(c.GetDocument().GetMediaType(), c.GetDocument().GetDataBase64()))
 		case c.GetText() != nil:
 			content = append(content, model.TextBlock(c.GetText().GetText()))
 		}

@@ -52,18 +52,31 @@ func (o Outcome) String() string {
 	return "unspecified"
 }
 
-// Content is one block of a tool_result: text, or an image.
+// Content is one block of a tool_result: text, an image, or a document.
 type Content struct {
 	// Text is set for a text block.
 	Text string
-	// MediaType is set for an image block, e.g. "image/png".
+	// MediaType is set for a binary block: an image ("image/png") or a
+	// document (MediaTypePDF).
 	MediaType string
-	// Data holds the image bytes.
+	// Data holds the image or document bytes.
 	Data []byte
 }
 
+// MediaTypePDF is the media type of a PDF document block.
+const MediaTypePDF = "application/pdf"
+
+// Document returns a document block holding a PDF.
+func Document(pdf []byte) Content { return Content{MediaType: MediaTypePDF, Data: pdf} }
+
+// IsText reports whether the block is text.
+func (c Content) IsText() bool { return c.MediaType == "" }
+
 // IsImage reports whether the block is an image.
-func (c Content) IsImage() bool { return c.MediaType != "" }
+func (c Content) IsImage() bool { return c.MediaType != "" && !c.IsDocument() }
+
+// IsDocument reports whether the block is a document (a PDF).
+func (c Content) IsDocument() bool { return c.MediaType == MediaTypePDF }
 
 // Truncation describes output that was shortened.
 type Truncation struct {
@@ -135,7 +148,7 @@ func (r *Result) FinalOutcome() Outcome {
 func (r *Result) TextContent() string {
 	var s string
 	for _, c := range r.Content {
-		if !c.IsImage() {
+		if c.IsText() {
 			s += c.Text
 		}
 	}

@@ -13,9 +13,10 @@ import (
 	"github.com/toolwire/toolwire/pkg/workspace"
 )
 
-// Tools returns the Read, Write and Edit tools with default settings.
+// Tools returns the Read, Write, Edit and NotebookEdit tools with default
+// settings.
 func Tools() []tool.Tool {
-	return []tool.Tool{&Read{}, &Write{}, &Edit{}}
+	return []tool.Tool{&Read{}, &Write{}, &Edit{}, &NotebookEdit{}}
 }
 
 // Messages the model is trained on; they follow Claude Code's wording.

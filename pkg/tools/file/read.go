@@ -19,7 +19,8 @@ import (
 	"github.com/toolwire/toolwire/pkg/workspace"
 )
 
-// Read is the Read tool: a file's text with line numbers, or an image.
+// Read is the Read tool: a file's text with line numbers, an image, a
+// notebook's cells with their outputs, or a PDF as a document.
 type Read struct {
 	// MaxTokens caps the estimated size of one page; zero means
 	// DefaultMaxTokens.
@@ -32,7 +33,7 @@ type readInput struct {
 	FilePath string     `json:"file_path"`
 	Offset   lineNumber `json:"offset"`
 	Limit    lineNumber `json:"limit"`
-	Pages    string     `json:"pages"`
+	Pages    *string    `json:"pages"`
 }
 
 // Spec describes Read.
@@ -50,33 +51,40 @@ func (r *Read) Spec() tool.Spec {
 // ConcurrencySafe reports true: reads never conflict.
 func (r *Read) ConcurrencySafe(json.RawMessage) bool { return true }
 
-// Validate checks the path and refuses known binary formats.
+// Validate checks the path and the pages range, and refuses known binary
+// formats.
 func (r *Read) Validate(_ context.Context, env *tool.Env, input json.RawMessage) error {
-	_, _, err := r.prepare(env, input)
+	_, _, _, err := r.prepare(env, input)
 	return err
 }
 
-func (r *Read) prepare(env *tool.Env, input json.RawMessage) (readInput, workspace.Path, error) {
+func (r *Read) prepare(env *tool.Env, input json.RawMessage) (readInput, workspace.Path, *pageRange, error) {
 	var in readInput
 	if err := decode(input, &in); err != nil {
-		return in, workspace.Path{}, err
+		return in, workspace.Path{}, nil, err
+	}
+	var pages *pageRange
+	if in.Pages != nil {
+		// Checked whatever the file, as Claude Code does.
+		pr, err := parsePages(*in.Pages)
+		if err != nil {
+			return in, workspace.Path{}, nil, err
+		}
+		pages = &pr
 	}
 	p, err := resolve(env, in.FilePath)
 	if err != nil {
-		return in, p, err
+		return in, p, nil, err
 	}
-	switch ext := extension(p.Abs); {
-	case ext == "pdf":
-		return in, p, tool.Invalid("This tool cannot read PDF files. Extract the text first (for example with pdftotext in Bash), then Read the result.")
-	case binaryExtensions[ext]:
-		return in, p, tool.Invalid(binaryMessage(ext))
+	if ext := extension(p.Abs); binaryExtensions[ext] {
+		return in, p, nil, tool.Invalid(binaryMessage(ext))
 	}
-	return in, p, nil
+	return in, p, pages, nil
 }
 
 // Run reads the file.
 func (r *Read) Run(ctx context.Context, env *tool.Env, call *tool.Call) *tool.Result {
-	in, p, err := r.prepare(env, call.Input)
+	in, p, pages, err := r.prepare(env, call.Input)
 	if err != nil {
 		return failed(err)
 	}
@@ -91,8 +99,13 @@ func (r *Read) Run(ctx context.Context, env *tool.Env, call *tool.Call) *tool.Re
 	if fi.IsDir() {
 		return tool.Error(fmt.Sprintf("EISDIR: illegal operation on a directory, read '%s'", p.Abs))
 	}
-	if mediaType, ok := imageTypes[extension(p.Abs)]; ok {
-		return readImage(env, p, f, fi, mediaType)
+	switch ext := extension(p.Abs); {
+	case ext == "pdf":
+		return readPDF(ctx, env, p, f, fi, pages)
+	case ext == "ipynb":
+		return r.readNotebook(ctx, env, p, f, fi, in)
+	case imageTypes[ext] != "":
+		return readImage(env, p, f, fi, imageTypes[ext])
 	}
 	return r.readText(ctx, env, p, f, fi, in)
 }

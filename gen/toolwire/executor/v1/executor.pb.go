@@ -2845,6 +2845,7 @@ type ContentBlock struct {
 	//
 	//	*ContentBlock_Text
 	//	*ContentBlock_Image
+	//	*ContentBlock_Document
 	Block         isContentBlock_Block `protobuf_oneof:"block"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2905,6 +2906,15 @@ func (x *ContentBlock) GetImage() *ImageBlock {
 	return nil
 }
 
+func (x *ContentBlock) GetDocument() *DocumentBlock {
+	if x != nil {
+		if x, ok := x.Block.(*ContentBlock_Document); ok {
+			return x.Document
+		}
+	}
+	return nil
+}
+
 type isContentBlock_Block interface {
 	isContentBlock_Block()
 }
@@ -2919,9 +2929,17 @@ type ContentBlock_Image struct {
 	Image *ImageBlock `protobuf:"bytes,2,opt,name=image,proto3,oneof"`
 }
 
+type ContentBlock_Document struct {
+	// A document: a PDF, which the Messages API reads page by page as
+	// text and page images.
+	Document *DocumentBlock `protobuf:"bytes,3,opt,name=document,proto3,oneof"`
+}
+
 func (*ContentBlock_Text) isContentBlock_Block() {}
 
 func (*ContentBlock_Image) isContentBlock_Block() {}
+
+func (*ContentBlock_Document) isContentBlock_Block() {}
 
 // TextBlock is text content.
 type TextBlock struct {
@@ -3024,6 +3042,61 @@ func (x *ImageBlock) GetDataBase64() string {
 	return ""
 }
 
+// DocumentBlock is a document, as Anthropic's base64 PDF source.
+type DocumentBlock struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// MIME type; "application/pdf".
+	MediaType string `protobuf:"bytes,1,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	// Standard base64 of the document's bytes.
+	DataBase64    string `protobuf:"bytes,2,opt,name=data_base64,json=dataBase64,proto3" json:"data_base64,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DocumentBlock) Reset() {
+	*x = DocumentBlock{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DocumentBlock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DocumentBlock) ProtoMessage() {}
+
+func (x *DocumentBlock) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DocumentBlock.ProtoReflect.Descriptor instead.
+func (*DocumentBlock) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *DocumentBlock) GetMediaType() string {
+	if x != nil {
+		return x.MediaType
+	}
+	return ""
+}
+
+func (x *DocumentBlock) GetDataBase64() string {
+	if x != nil {
+		return x.DataBase64
+	}
+	return ""
+}
+
 // Timing holds the timestamps of a call.
 type Timing struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3043,7 +3116,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3055,7 +3128,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3068,7 +3141,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Timing) GetReceivedAt() *timestamppb.Timestamp {
@@ -3121,7 +3194,7 @@ type Truncation struct {
 
 func (x *Truncation) Reset() {
 	*x = Truncation{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3133,7 +3206,7 @@ func (x *Truncation) String() string {
 func (*Truncation) ProtoMessage() {}
 
 func (x *Truncation) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3146,7 +3219,7 @@ func (x *Truncation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Truncation.ProtoReflect.Descriptor instead.
 func (*Truncation) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Truncation) GetOriginalBytes() uint64 {
@@ -3183,7 +3256,7 @@ type AbortAck struct {
 
 func (x *AbortAck) Reset() {
 	*x = AbortAck{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3195,7 +3268,7 @@ func (x *AbortAck) String() string {
 func (*AbortAck) ProtoMessage() {}
 
 func (x *AbortAck) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3208,7 +3281,7 @@ func (x *AbortAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortAck.ProtoReflect.Descriptor instead.
 func (*AbortAck) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AbortAck) GetAbort() *Abort {
@@ -3247,7 +3320,7 @@ type TaskNotification struct {
 
 func (x *TaskNotification) Reset() {
 	*x = TaskNotification{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +3332,7 @@ func (x *TaskNotification) String() string {
 func (*TaskNotification) ProtoMessage() {}
 
 func (x *TaskNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +3345,7 @@ func (x *TaskNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskNotification.ProtoReflect.Descriptor instead.
 func (*TaskNotification) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{29}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TaskNotification) GetTaskId() string {
@@ -3329,7 +3402,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3341,7 +3414,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3354,7 +3427,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{30}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListToolsRequest) GetSessionId() string {
@@ -3376,7 +3449,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3388,7 +3461,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3401,7 +3474,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{31}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolDefinition {
@@ -3432,7 +3505,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3444,7 +3517,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3457,7 +3530,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{32}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -3686,15 +3759,21 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	" \x01(\x05H\x01R\bexitCode\x88\x01\x01B\v\n" +
 	"\t_is_errorB\f\n" +
 	"\n" +
-	"_exit_code\"\x88\x01\n" +
+	"_exit_code\"\xcb\x01\n" +
 	"\fContentBlock\x125\n" +
 	"\x04text\x18\x01 \x01(\v2\x1f.toolwire.executor.v1.TextBlockH\x00R\x04text\x128\n" +
-	"\x05image\x18\x02 \x01(\v2 .toolwire.executor.v1.ImageBlockH\x00R\x05imageB\a\n" +
+	"\x05image\x18\x02 \x01(\v2 .toolwire.executor.v1.ImageBlockH\x00R\x05image\x12A\n" +
+	"\bdocument\x18\x03 \x01(\v2#.toolwire.executor.v1.DocumentBlockH\x00R\bdocumentB\a\n" +
 	"\x05block\"\x1f\n" +
 	"\tTextBlock\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"L\n" +
 	"\n" +
 	"ImageBlock\x12\x1d\n" +
+	"\n" +
+	"media_type\x18\x01 \x01(\tR\tmediaType\x12\x1f\n" +
+	"\vdata_base64\x18\x02 \x01(\tR\n" +
+	"dataBase64\"O\n" +
+	"\rDocumentBlock\x12\x1d\n" +
 	"\n" +
 	"media_type\x18\x01 \x01(\tR\tmediaType\x12\x1f\n" +
 	"\vdata_base64\x18\x02 \x01(\tR\n" +
@@ -3825,7 +3904,7 @@ func file_toolwire_executor_v1_executor_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_executor_v1_executor_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(ResultOrder)(0),              // 0: toolwire.executor.v1.ResultOrder
 	(SiblingAbort)(0),             // 1: toolwire.executor.v1.SiblingAbort
@@ -3863,18 +3942,19 @@ var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(*ContentBlock)(nil),          // 33: toolwire.executor.v1.ContentBlock
 	(*TextBlock)(nil),             // 34: toolwire.executor.v1.TextBlock
 	(*ImageBlock)(nil),            // 35: toolwire.executor.v1.ImageBlock
-	(*Timing)(nil),                // 36: toolwire.executor.v1.Timing
-	(*Truncation)(nil),            // 37: toolwire.executor.v1.Truncation
-	(*AbortAck)(nil),              // 38: toolwire.executor.v1.AbortAck
-	(*TaskNotification)(nil),      // 39: toolwire.executor.v1.TaskNotification
-	(*ListToolsRequest)(nil),      // 40: toolwire.executor.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 41: toolwire.executor.v1.ListToolsResponse
-	(*ToolDefinition)(nil),        // 42: toolwire.executor.v1.ToolDefinition
-	nil,                           // 43: toolwire.executor.v1.Open.McpServersEntry
-	nil,                           // 44: toolwire.executor.v1.McpServerConfig.EnvEntry
-	nil,                           // 45: toolwire.executor.v1.McpServerConfig.HeadersEntry
-	(*durationpb.Duration)(nil),   // 46: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 47: google.protobuf.Timestamp
+	(*DocumentBlock)(nil),         // 36: toolwire.executor.v1.DocumentBlock
+	(*Timing)(nil),                // 37: toolwire.executor.v1.Timing
+	(*Truncation)(nil),            // 38: toolwire.executor.v1.Truncation
+	(*AbortAck)(nil),              // 39: toolwire.executor.v1.AbortAck
+	(*TaskNotification)(nil),      // 40: toolwire.executor.v1.TaskNotification
+	(*ListToolsRequest)(nil),      // 41: toolwire.executor.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 42: toolwire.executor.v1.ListToolsResponse
+	(*ToolDefinition)(nil),        // 43: toolwire.executor.v1.ToolDefinition
+	nil,                           // 44: toolwire.executor.v1.Open.McpServersEntry
+	nil,                           // 45: toolwire.executor.v1.McpServerConfig.EnvEntry
+	nil,                           // 46: toolwire.executor.v1.McpServerConfig.HeadersEntry
+	(*durationpb.Duration)(nil),   // 47: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 48: google.protobuf.Timestamp
 }
 var file_toolwire_executor_v1_executor_proto_depIdxs = []int32{
 	11, // 0: toolwire.executor.v1.ExecuteRequest.open:type_name -> toolwire.executor.v1.Open
@@ -3884,69 +3964,70 @@ var file_toolwire_executor_v1_executor_proto_depIdxs = []int32{
 	21, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
 	14, // 5: toolwire.executor.v1.Open.options:type_name -> toolwire.executor.v1.SessionOptions
 	15, // 6: toolwire.executor.v1.Open.settings:type_name -> toolwire.executor.v1.Settings
-	43, // 7: toolwire.executor.v1.Open.mcp_servers:type_name -> toolwire.executor.v1.Open.McpServersEntry
+	44, // 7: toolwire.executor.v1.Open.mcp_servers:type_name -> toolwire.executor.v1.Open.McpServersEntry
 	12, // 8: toolwire.executor.v1.Open.tools:type_name -> toolwire.executor.v1.ToolSet
-	44, // 9: toolwire.executor.v1.McpServerConfig.env:type_name -> toolwire.executor.v1.McpServerConfig.EnvEntry
-	45, // 10: toolwire.executor.v1.McpServerConfig.headers:type_name -> toolwire.executor.v1.McpServerConfig.HeadersEntry
+	45, // 9: toolwire.executor.v1.McpServerConfig.env:type_name -> toolwire.executor.v1.McpServerConfig.EnvEntry
+	46, // 10: toolwire.executor.v1.McpServerConfig.headers:type_name -> toolwire.executor.v1.McpServerConfig.HeadersEntry
 	0,  // 11: toolwire.executor.v1.SessionOptions.result_order:type_name -> toolwire.executor.v1.ResultOrder
 	1,  // 12: toolwire.executor.v1.SessionOptions.sibling_abort:type_name -> toolwire.executor.v1.SiblingAbort
-	46, // 13: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
-	46, // 14: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
+	47, // 13: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
+	47, // 14: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
 	2,  // 15: toolwire.executor.v1.Settings.mode:type_name -> toolwire.executor.v1.PermissionMode
 	16, // 16: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
 	3,  // 17: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
 	17, // 18: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
-	46, // 19: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
-	46, // 20: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
+	47, // 19: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
+	47, // 20: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
 	4,  // 21: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
 	5,  // 22: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
-	47, // 23: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
+	48, // 23: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
 	23, // 24: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
 	28, // 25: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
 	29, // 26: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
 	30, // 27: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
 	31, // 28: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
 	32, // 29: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
-	38, // 30: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
-	39, // 31: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
+	39, // 30: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
+	40, // 31: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
 	25, // 32: toolwire.executor.v1.ExecuteResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
 	26, // 33: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
 	27, // 34: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
-	46, // 35: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
+	47, // 35: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
 	24, // 36: toolwire.executor.v1.Hello.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
-	42, // 37: toolwire.executor.v1.Hello.mcp_tools:type_name -> toolwire.executor.v1.ToolDefinition
+	43, // 37: toolwire.executor.v1.Hello.mcp_tools:type_name -> toolwire.executor.v1.ToolDefinition
 	6,  // 38: toolwire.executor.v1.McpServerStatus.state:type_name -> toolwire.executor.v1.McpServerState
 	24, // 39: toolwire.executor.v1.McpToolsChanged.servers:type_name -> toolwire.executor.v1.McpServerStatus
-	42, // 40: toolwire.executor.v1.McpToolsChanged.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	43, // 40: toolwire.executor.v1.McpToolsChanged.tools:type_name -> toolwire.executor.v1.ToolDefinition
 	7,  // 41: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
-	46, // 42: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
-	46, // 43: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
-	46, // 44: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
-	46, // 45: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
+	47, // 42: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
+	47, // 43: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
+	47, // 44: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
+	47, // 45: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
 	33, // 46: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
 	8,  // 47: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
-	36, // 48: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
-	37, // 49: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
+	37, // 48: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
+	38, // 49: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
 	34, // 50: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
 	35, // 51: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
-	47, // 52: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
-	47, // 53: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
-	47, // 54: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
-	46, // 55: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
-	46, // 56: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
-	20, // 57: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
-	42, // 58: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
-	9,  // 59: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
-	13, // 60: toolwire.executor.v1.Open.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
-	10, // 61: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
-	40, // 62: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
-	22, // 63: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
-	41, // 64: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
-	63, // [63:65] is the sub-list for method output_type
-	61, // [61:63] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	36, // 52: toolwire.executor.v1.ContentBlock.document:type_name -> toolwire.executor.v1.DocumentBlock
+	48, // 53: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
+	48, // 54: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
+	48, // 55: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
+	47, // 56: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
+	47, // 57: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
+	20, // 58: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
+	43, // 59: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	9,  // 60: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
+	13, // 61: toolwire.executor.v1.Open.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
+	10, // 62: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
+	41, // 63: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
+	22, // 64: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
+	42, // 65: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
+	64, // [64:66] is the sub-list for method output_type
+	62, // [62:64] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_executor_v1_executor_proto_init() }
@@ -3981,15 +4062,16 @@ func file_toolwire_executor_v1_executor_proto_init() {
 	file_toolwire_executor_v1_executor_proto_msgTypes[23].OneofWrappers = []any{
 		(*ContentBlock_Text)(nil),
 		(*ContentBlock_Image)(nil),
+		(*ContentBlock_Document)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[29].OneofWrappers = []any{}
+	file_toolwire_executor_v1_executor_proto_msgTypes[30].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_executor_v1_executor_proto_rawDesc), len(file_toolwire_executor_v1_executor_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   36,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -96,12 +96,22 @@ class Accepted(_message.Message):
     def __init__(self, tool_use_id: _Optional[str] = ..., concurrency_safe: bool = ..., duplicate: bool = ...) -> None: ...
 
 class ContentBlock(_message.Message):
-    __slots__ = ["image", "text"]
+    __slots__ = ["document", "image", "text"]
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
+    document: DocumentBlock
     image: ImageBlock
     text: TextBlock
-    def __init__(self, text: _Optional[_Union[TextBlock, _Mapping]] = ..., image: _Optional[_Union[ImageBlock, _Mapping]] = ...) -> None: ...
+    def __init__(self, text: _Optional[_Union[TextBlock, _Mapping]] = ..., image: _Optional[_Union[ImageBlock, _Mapping]] = ..., document: _Optional[_Union[DocumentBlock, _Mapping]] = ...) -> None: ...
+
+class DocumentBlock(_message.Message):
+    __slots__ = ["data_base64", "media_type"]
+    DATA_BASE64_FIELD_NUMBER: _ClassVar[int]
+    MEDIA_TYPE_FIELD_NUMBER: _ClassVar[int]
+    data_base64: str
+    media_type: str
+    def __init__(self, media_type: _Optional[str] = ..., data_base64: _Optional[str] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
     __slots__ = ["abort", "open", "permission_decision", "resume", "tool_use"]
