@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -59,6 +60,23 @@ func TestHeadlessSavedOutputsOutlastTheRun(t *testing.T) {
 			fakeapi.ToolUse("toolu_bg", "Bash", map[string]any{"command": "echo from the background", "run_in_background": true}),
 		),
 	)
+	// The turn ends only once the background task has written its line:
+	// the task may not outlive the run (it is killed when -p exits), but
+	// what it wrote must.
+	fake.PushFunc(func(r *fakeapi.Request) fakeapi.Reply {
+		var path string
+		for _, m := range r.Body.Messages {
+			for _, b := range m.Content {
+				if b.Type == "tool_result" && b.ToolUseID == "toolu_bg" {
+					if m := regexp.MustCompile(`Output is being written to: (\S+)\.`).FindStringSubmatch(b.Content[0].Text); m != nil {
+						path = m[1]
+					}
+				}
+			}
+		}
+		return fakeapi.ToolTurn(fakeapi.ToolUse("toolu_wait", "Bash", map[string]any{
+			"command": fmt.Sprintf("until [ -s %q ]; do sleep 0.05; done", path), "timeout": 60000}))
+	})
 	// However many requests the background task's notice takes.
 	fake.SetFallback(func(*fakeapi.Request) fakeapi.Reply { return fakeapi.EndTurn(fakeapi.Text("Done.")) })
 	r := runCLI(t, fake, "-p", "count", "--root", root, "--sessions-dir", sessions,
