@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/egress"
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/model"
@@ -100,6 +101,10 @@ type common struct {
 	sandboxWrite   dirsFlag
 	logFormat      string
 	logLevel       string
+	allowedDomains listFlag
+	deniedDomains  listFlag
+	allowedAddrs   listFlag
+	egress         egress.Policy // parsed by checkEgress
 
 	// profile is the in-process executor's: execsvc.ProfileDevelopment
 	// for -p (set before register), the service profile for serve.
@@ -126,7 +131,10 @@ func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
 	if c.profile == execsvc.ProfileDevelopment {
 		network = sandbox.NetworkHost
 	}
-	fs.StringVar(&c.network, "network", network, `in-process executor network: "host" (the machine's, as your shell has it) or "none" (loopback only)`)
+	fs.StringVar(&c.network, "network", network, `in-process executor network: "host" (the machine's, as your shell has it), "allowlist" (only --allowed-domains, through an egress proxy) or "none" (loopback only)`)
+	fs.Var(&c.allowedDomains, "allowed-domains", `with --network allowlist: hosts Bash may reach, e.g. "*.npmjs.org,pypi.org:443" ("*.d" covers subdomains of d, ":PORT" one port; repeatable; sandbox.network.allowedDomains of --settings adds to them)`)
+	fs.Var(&c.deniedDomains, "denied-domains", "with --network allowlist: hosts never reached (repeatable)")
+	fs.Var(&c.allowedAddrs, "allowed-addresses", `with --network allowlist: loopback, private or link-local ranges allowed hosts may resolve to, e.g. "10.1.2.0/24" (repeatable)`)
 	fs.Var(&c.addDirs, "add-dir", "extra directory the tools may read and write, file tools and Bash alike, besides the workspace (repeatable; in-process executor)")
 	fs.Var(&c.sandboxRead, "sandbox-read", "extra directory Bash may read and execute (repeatable; in-process executor; with -p Bash reads everything but the deny list already)")
 	fs.Var(&c.sandboxWrite, "sandbox-write", "extra directory Bash may write, the file tools may not (repeatable; in-process executor)")
@@ -155,6 +163,7 @@ func (c *common) embeddedConfig(log *slog.Logger) embedded.Config {
 		SandboxSettings: c.sandboxSettings,
 		Version:         version,
 		Logger:          log,
+		Egress:          c.egress,
 		Sandbox: sandbox.Config{
 			Backend: c.sandbox, Network: c.network, RunAsUser: c.embeddedUser(), Logger: log,
 			ReadOnlyPaths: c.sandboxRead, ReadWritePaths: c.sandboxWrite,
@@ -170,6 +179,25 @@ func (c *common) embeddedUser() string {
 		return c.runAs
 	}
 	return fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+}
+
+// checkEgress parses the allowlist flags of the in-process executor; they
+// need --network allowlist.
+func (c *common) checkEgress() error {
+	if c.network != sandbox.NetworkAllowlist {
+		for name, f := range map[string]listFlag{"allowed-domains": c.allowedDomains, "denied-domains": c.deniedDomains, "allowed-addresses": c.allowedAddrs} {
+			if len(f) > 0 {
+				return fmt.Errorf("--%s applies to --network allowlist, not %q", name, c.network)
+			}
+		}
+		return nil
+	}
+	p, err := egress.NewPolicy(c.allowedDomains, c.deniedDomains, c.allowedAddrs)
+	if err != nil {
+		return fmt.Errorf("--network allowlist: %w", err)
+	}
+	c.egress = p
+	return nil
 }
 
 // checkExecutorSecurity fails early when the --executor-* security flags

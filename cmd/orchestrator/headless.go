@@ -86,6 +86,9 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return 1, err
 	}
+	if err := c.checkEgress(); err != nil {
+		return 2, err
+	}
 	settings, err := c.loadSettings()
 	if err != nil {
 		return 1, err

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/egress"
 	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/executor"
 	"github.com/toolwire/toolwire/pkg/mcpclient"
@@ -62,7 +63,7 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		retention     = fs.Duration("retention", 5*time.Minute, "how long a disconnected session and its events are kept for resume")
 		permTimeout   = fs.Duration("permission-timeout", 5*time.Minute, "how long a call waits for a permission decision before it is denied")
 		backend       = fs.String("sandbox", "landlock", `process confinement: "landlock" or "none" (no confinement; only when you mean it)`)
-		network       = fs.String("network", "none", `network of tool processes: "none" (loopback only) or "host"`)
+		network       = fs.String("network", "none", `network of tool processes: "none" (loopback only), "allowlist" (only --allowed-domains, through an egress proxy the executor runs for each session) or "host"`)
 		runAs         = fs.String("run-as", "", "one user for the tool processes of all sessions when toolsvc runs as root, instead of --session-uids (with --session-uids off, the default is the workspace owner, or nobody)")
 		sessionUIDs   = fs.String("session-uids", defaultSessionUIDs(), `ids FIRST-LAST to give each session a user of its own from, so sessions cannot see, signal or trace each other's processes (needs root; "off" to disable; --run-as alone disables it)`)
 		fsync         = fs.Bool("fsync", false, "fsync every file write before it is renamed into place (durable across power loss; slower)")
@@ -83,7 +84,9 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		sysReadPaths  dirsFlag
 		sysWritePaths dirsFlag
 		deny          listFlag
+		egressFlags   egressFlags
 	)
+	egressFlags.register(fs)
 	fs.Var(&readOnly, "ro", "extra directory the file tools (Read, Glob, Grep) of every session may read; processes get the same with --sandbox-read (repeatable)")
 	fs.Var(&readWrite, "rw", "extra directory the file tools of every session may read and write; processes get the same with --sandbox-write, both with --add-dir (repeatable)")
 	fs.Var(&sysReadPaths, "sandbox-read", "extra directory tool processes (Bash, hooks) may read and execute, besides the system directories, the workspace and the temp dir (repeatable)")
@@ -92,8 +95,8 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 	fs.Var(&deny, "deny", "path pattern file tools refuse and processes are kept out of, e.g. '**/*.key' or '~/.config/cloud/**' (repeatable; replaces the defaults, which cover ~/.ssh, cloud credentials, keyrings and the like)")
 	return func() (execsvc.Config, error) {
 		var operator settings.Settings
+		var err error
 		if *settingsFile != "" {
-			var err error
 			if operator, err = settings.LoadSettings(*settingsFile); err != nil {
 				return execsvc.Config{}, err
 			}
@@ -131,6 +134,9 @@ func executorFlags(fs *flag.FlagSet) func() (execsvc.Config, error) {
 		}
 		if len(deny) > 0 {
 			cfg.Deny = deny
+		}
+		if cfg.Egress, err = egressFlags.policy(*network); err != nil {
+			return execsvc.Config{}, err
 		}
 		uids, err := sandbox.ParseUIDRange(*sessionUIDs)
 		if err != nil {
@@ -209,4 +215,43 @@ func loadMCPConfigs(args []string, strict bool) (mcpclient.Servers, error) {
 		}
 	}
 	return servers, nil
+}
+
+// egressFlags are the flags of the egress allowlist (--network allowlist).
+type egressFlags struct {
+	allowed, denied, addresses entriesFlag
+}
+
+func (e *egressFlags) register(fs *flag.FlagSet) {
+	fs.Var(&e.allowed, "allowed-domains", `with --network allowlist: hosts tool processes may reach through the egress proxy, e.g. "*.npmjs.org,pypi.org:443" ("*.d" covers subdomains of d, ":PORT" one port; comma-separated, repeatable; sandbox.network.allowedDomains of --settings adds to them)`)
+	fs.Var(&e.denied, "denied-domains", "with --network allowlist: hosts never reached, whatever allows them (comma-separated, repeatable)")
+	fs.Var(&e.addresses, "allowed-addresses", `with --network allowlist: loopback, private or link-local ranges allowed hosts may resolve to, e.g. "10.1.2.0/24" for an internal mirror (refused otherwise; comma-separated, repeatable)`)
+}
+
+// policy returns the operator's egress policy; the flags need network
+// "allowlist".
+func (e *egressFlags) policy(network string) (egress.Policy, error) {
+	if network != sandbox.NetworkAllowlist {
+		for name, f := range map[string]entriesFlag{"allowed-domains": e.allowed, "denied-domains": e.denied, "allowed-addresses": e.addresses} {
+			if len(f) > 0 {
+				return egress.Policy{}, fmt.Errorf("--%s applies to --network allowlist, not %q", name, network)
+			}
+		}
+		return egress.Policy{}, nil
+	}
+	p, err := egress.NewPolicy(e.allowed, e.denied, e.addresses)
+	if err != nil {
+		return egress.Policy{}, fmt.Errorf("--network allowlist: %w", err)
+	}
+	return p, nil
+}
+
+// entriesFlag is a repeatable flag of comma- or space-separated entries.
+type entriesFlag []string
+
+func (l *entriesFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *entriesFlag) Set(v string) error {
+	*l = append(*l, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })...)
+	return nil
 }

@@ -136,7 +136,8 @@ func newHarness(t *testing.T, cfg executor.Config) *harness {
 	if cfg.Operator.Permissions.DefaultMode == "" {
 		cfg.Operator.Permissions.DefaultMode = permission.ModeBypass
 	}
-	cfg.NewEnv = func(ctx context.Context, id, dir string) (*tool.Env, executor.SandboxInfo, error) {
+	cfg.NewEnv = func(ctx context.Context, req executor.EnvRequest) (*tool.Env, executor.SandboxInfo, error) {
+		id := req.SessionID
 		ws, err := workspace.New(workspace.Config{Dir: t.TempDir()})
 		if err != nil {
 			return nil, executor.SandboxInfo{}, err

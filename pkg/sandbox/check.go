@@ -33,9 +33,9 @@ func Check(cfg Config) error {
 			missing = append(missing, fmt.Sprintf("Landlock ABI %d or later (file rights, device ioctl, signal and abstract socket scoping): %s", minLandlockABI, what))
 		}
 	}
-	if cfg.Network == NetworkNone {
+	if cfg.Network == NetworkNone || cfg.Network == NetworkAllowlist {
 		if err := probeNetns(); err != nil {
-			missing = append(missing, fmt.Sprintf("a private network namespace for network %q: %v", NetworkNone, err))
+			missing = append(missing, fmt.Sprintf("a private network namespace for network %q: %v", cfg.Network, err))
 		}
 	}
 	if os.Geteuid() == 0 && cfg.RunAsUser != "" {

@@ -458,6 +458,12 @@ const (
 	// Each call has its own process group, killed whole (the weaker fallback
 	// of PROTECTION_PROCESS_TREE where no cgroup is available).
 	Protection_PROTECTION_PROCESS_GROUP Protection = 11
+	// Processes have a network of their own whose only way out is the
+	// executor's egress proxy, which lets through the hosts of
+	// SandboxInfo.allowed_domains and refuses loopback, private and
+	// link-local addresses unless the operator allowed them (network
+	// "allowlist").
+	Protection_PROTECTION_EGRESS_ALLOWLIST Protection = 12
 )
 
 // Enum value maps for Protection.
@@ -475,6 +481,7 @@ var (
 		9:  "PROTECTION_NO_NEW_PRIVS",
 		10: "PROTECTION_LANDLOCK_SCOPE",
 		11: "PROTECTION_PROCESS_GROUP",
+		12: "PROTECTION_EGRESS_ALLOWLIST",
 	}
 	Protection_value = map[string]int32{
 		"PROTECTION_UNSPECIFIED":       0,
@@ -489,6 +496,7 @@ var (
 		"PROTECTION_NO_NEW_PRIVS":      9,
 		"PROTECTION_LANDLOCK_SCOPE":    10,
 		"PROTECTION_PROCESS_GROUP":     11,
+		"PROTECTION_EGRESS_ALLOWLIST":  12,
 	}
 )
 
@@ -1170,7 +1178,10 @@ type Settings struct {
 	// What happens to calls no rule matches.
 	Mode PermissionMode `protobuf:"varint,4,opt,name=mode,proto3,enum=toolwire.executor.v1.PermissionMode" json:"mode,omitempty"`
 	// Hooks run before and after tool calls.
-	Hooks         []*Hook `protobuf:"bytes,5,rep,name=hooks,proto3" json:"hooks,omitempty"`
+	Hooks []*Hook `protobuf:"bytes,5,rep,name=hooks,proto3" json:"hooks,omitempty"`
+	// The network part of Claude Code's "sandbox" settings. It narrows what
+	// the executor's own policy lets the session reach and never widens it.
+	Network       *NetworkSettings `protobuf:"bytes,6,opt,name=network,proto3" json:"network,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1240,6 +1251,123 @@ func (x *Settings) GetHooks() []*Hook {
 	return nil
 }
 
+func (x *Settings) GetNetwork() *NetworkSettings {
+	if x != nil {
+		return x.Network
+	}
+	return nil
+}
+
+// NetworkSettings is Claude Code's "sandbox.network" for one session. It
+// matters on an executor whose network is "allowlist" (Hello's
+// sandbox.network): there the session reaches only hosts that both the
+// executor's allowlist and these settings allow. With "none" the session
+// has no network whatever these say; with "host" they are not enforced
+// (Hello says which applies).
+type NetworkSettings struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When set, the only hosts the session may reach, within the executor's
+	// allowlist: "example.com", "*.example.com" (subdomains), "*", each
+	// optionally with ":PORT" for one port. Set and empty: no host. Unset:
+	// the executor's allowlist as it is.
+	AllowedDomains *DomainList `protobuf:"bytes,1,opt,name=allowed_domains,json=allowedDomains,proto3" json:"allowed_domains,omitempty"`
+	// Hosts the session never reaches, in the same form; they add to the
+	// executor's own.
+	DeniedDomains []string `protobuf:"bytes,2,rep,name=denied_domains,json=deniedDomains,proto3" json:"denied_domains,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetworkSettings) Reset() {
+	*x = NetworkSettings{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkSettings) ProtoMessage() {}
+
+func (x *NetworkSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkSettings.ProtoReflect.Descriptor instead.
+func (*NetworkSettings) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *NetworkSettings) GetAllowedDomains() *DomainList {
+	if x != nil {
+		return x.AllowedDomains
+	}
+	return nil
+}
+
+func (x *NetworkSettings) GetDeniedDomains() []string {
+	if x != nil {
+		return x.DeniedDomains
+	}
+	return nil
+}
+
+// DomainList is a list of domain entries whose presence matters.
+type DomainList struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The entries.
+	Domains       []string `protobuf:"bytes,1,rep,name=domains,proto3" json:"domains,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DomainList) Reset() {
+	*x = DomainList{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DomainList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DomainList) ProtoMessage() {}
+
+func (x *DomainList) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DomainList.ProtoReflect.Descriptor instead.
+func (*DomainList) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DomainList) GetDomains() []string {
+	if x != nil {
+		return x.Domains
+	}
+	return nil
+}
+
 // Hook is one matcher entry of a hooks event.
 type Hook struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1256,7 +1384,7 @@ type Hook struct {
 
 func (x *Hook) Reset() {
 	*x = Hook{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1396,7 @@ func (x *Hook) String() string {
 func (*Hook) ProtoMessage() {}
 
 func (x *Hook) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1281,7 +1409,7 @@ func (x *Hook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hook.ProtoReflect.Descriptor instead.
 func (*Hook) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Hook) GetEvent() HookEvent {
@@ -1319,7 +1447,7 @@ type HookCommand struct {
 
 func (x *HookCommand) Reset() {
 	*x = HookCommand{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1459,7 @@ func (x *HookCommand) String() string {
 func (*HookCommand) ProtoMessage() {}
 
 func (x *HookCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1472,7 @@ func (x *HookCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookCommand.ProtoReflect.Descriptor instead.
 func (*HookCommand) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *HookCommand) GetCommand() string {
@@ -1377,7 +1505,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1517,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1530,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Resume) GetSessionId() string {
@@ -1446,7 +1574,7 @@ type ToolUse struct {
 
 func (x *ToolUse) Reset() {
 	*x = ToolUse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +1586,7 @@ func (x *ToolUse) String() string {
 func (*ToolUse) ProtoMessage() {}
 
 func (x *ToolUse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +1599,7 @@ func (x *ToolUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolUse.ProtoReflect.Descriptor instead.
 func (*ToolUse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolUse) GetId() string {
@@ -1546,7 +1674,7 @@ type Abort struct {
 
 func (x *Abort) Reset() {
 	*x = Abort{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1686,7 @@ func (x *Abort) String() string {
 func (*Abort) ProtoMessage() {}
 
 func (x *Abort) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1699,7 @@ func (x *Abort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Abort.ProtoReflect.Descriptor instead.
 func (*Abort) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{10}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Abort) GetTarget() isAbort_Target {
@@ -1662,7 +1790,7 @@ type PermissionDecision struct {
 
 func (x *PermissionDecision) Reset() {
 	*x = PermissionDecision{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1674,7 +1802,7 @@ func (x *PermissionDecision) String() string {
 func (*PermissionDecision) ProtoMessage() {}
 
 func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1687,7 +1815,7 @@ func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionDecision.ProtoReflect.Descriptor instead.
 func (*PermissionDecision) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{11}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PermissionDecision) GetToolUseId() string {
@@ -1739,7 +1867,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +1879,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +1892,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{12}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExecuteResponse) GetSequence() uint64 {
@@ -1974,7 +2102,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2114,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2127,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{13}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Hello) GetSessionId() string {
@@ -2112,7 +2240,7 @@ type McpServerStatus struct {
 
 func (x *McpServerStatus) Reset() {
 	*x = McpServerStatus{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2124,7 +2252,7 @@ func (x *McpServerStatus) String() string {
 func (*McpServerStatus) ProtoMessage() {}
 
 func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2137,7 +2265,7 @@ func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerStatus.ProtoReflect.Descriptor instead.
 func (*McpServerStatus) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{14}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *McpServerStatus) GetName() string {
@@ -2211,7 +2339,7 @@ type McpToolsChanged struct {
 
 func (x *McpToolsChanged) Reset() {
 	*x = McpToolsChanged{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2223,7 +2351,7 @@ func (x *McpToolsChanged) String() string {
 func (*McpToolsChanged) ProtoMessage() {}
 
 func (x *McpToolsChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2236,7 +2364,7 @@ func (x *McpToolsChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolsChanged.ProtoReflect.Descriptor instead.
 func (*McpToolsChanged) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{15}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *McpToolsChanged) GetServers() []*McpServerStatus {
@@ -2260,17 +2388,23 @@ type SandboxInfo struct {
 	Backend string `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
 	// Each protection actually in force.
 	Enforced []Protection `protobuf:"varint,2,rep,packed,name=enforced,proto3,enum=toolwire.executor.v1.Protection" json:"enforced,omitempty"`
-	// Network policy of the session's processes: "none" or "host".
+	// Network policy of the session's processes: "none" (loopback only),
+	// "allowlist" (only the hosts of allowed_domains, through the executor's
+	// egress proxy) or "host".
 	Network string `protobuf:"bytes,3,opt,name=network,proto3" json:"network,omitempty"`
 	// Unix user tool processes run as.
-	RunAsUser     string `protobuf:"bytes,4,opt,name=run_as_user,json=runAsUser,proto3" json:"run_as_user,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RunAsUser string `protobuf:"bytes,4,opt,name=run_as_user,json=runAsUser,proto3" json:"run_as_user,omitempty"`
+	// With network "allowlist": the hosts and ports the session's processes
+	// may reach, the executor's allowlist narrowed by the session's
+	// settings. Empty with "allowlist" means no host at all.
+	AllowedDomains []string `protobuf:"bytes,5,rep,name=allowed_domains,json=allowedDomains,proto3" json:"allowed_domains,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SandboxInfo) Reset() {
 	*x = SandboxInfo{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2282,7 +2416,7 @@ func (x *SandboxInfo) String() string {
 func (*SandboxInfo) ProtoMessage() {}
 
 func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2295,7 +2429,7 @@ func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxInfo.ProtoReflect.Descriptor instead.
 func (*SandboxInfo) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{16}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SandboxInfo) GetBackend() string {
@@ -2326,6 +2460,13 @@ func (x *SandboxInfo) GetRunAsUser() string {
 	return ""
 }
 
+func (x *SandboxInfo) GetAllowedDomains() []string {
+	if x != nil {
+		return x.AllowedDomains
+	}
+	return nil
+}
+
 // Limits are the caps applied to calls.
 type Limits struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2345,7 +2486,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2357,7 +2498,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2370,7 +2511,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{17}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Limits) GetDefaultTimeout() *durationpb.Duration {
@@ -2426,7 +2567,7 @@ type Accepted struct {
 
 func (x *Accepted) Reset() {
 	*x = Accepted{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +2579,7 @@ func (x *Accepted) String() string {
 func (*Accepted) ProtoMessage() {}
 
 func (x *Accepted) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +2592,7 @@ func (x *Accepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Accepted.ProtoReflect.Descriptor instead.
 func (*Accepted) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{18}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Accepted) GetToolUseId() string {
@@ -2488,7 +2629,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2641,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2654,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{19}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Started) GetToolUseId() string {
@@ -2553,7 +2694,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2565,7 +2706,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2578,7 +2719,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{20}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Progress) GetToolUseId() string {
@@ -2645,7 +2786,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2657,7 +2798,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2670,7 +2811,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{21}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PermissionRequest) GetToolUseId() string {
@@ -2738,7 +2879,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2750,7 +2891,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2763,7 +2904,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{22}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Result) GetToolUseId() string {
@@ -2852,7 +2993,7 @@ type ContentBlock struct {
 
 func (x *ContentBlock) Reset() {
 	*x = ContentBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2864,7 +3005,7 @@ func (x *ContentBlock) String() string {
 func (*ContentBlock) ProtoMessage() {}
 
 func (x *ContentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2877,7 +3018,7 @@ func (x *ContentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentBlock.ProtoReflect.Descriptor instead.
 func (*ContentBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{23}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ContentBlock) GetBlock() isContentBlock_Block {
@@ -2934,7 +3075,7 @@ type TextBlock struct {
 
 func (x *TextBlock) Reset() {
 	*x = TextBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2946,7 +3087,7 @@ func (x *TextBlock) String() string {
 func (*TextBlock) ProtoMessage() {}
 
 func (x *TextBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2959,7 +3100,7 @@ func (x *TextBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextBlock.ProtoReflect.Descriptor instead.
 func (*TextBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{24}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TextBlock) GetText() string {
@@ -2982,7 +3123,7 @@ type ImageBlock struct {
 
 func (x *ImageBlock) Reset() {
 	*x = ImageBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2994,7 +3135,7 @@ func (x *ImageBlock) String() string {
 func (*ImageBlock) ProtoMessage() {}
 
 func (x *ImageBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3007,7 +3148,7 @@ func (x *ImageBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageBlock.ProtoReflect.Descriptor instead.
 func (*ImageBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{25}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ImageBlock) GetMediaType() string {
@@ -3043,7 +3184,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3055,7 +3196,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3068,7 +3209,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Timing) GetReceivedAt() *timestamppb.Timestamp {
@@ -3121,7 +3262,7 @@ type Truncation struct {
 
 func (x *Truncation) Reset() {
 	*x = Truncation{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3133,7 +3274,7 @@ func (x *Truncation) String() string {
 func (*Truncation) ProtoMessage() {}
 
 func (x *Truncation) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3146,7 +3287,7 @@ func (x *Truncation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Truncation.ProtoReflect.Descriptor instead.
 func (*Truncation) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Truncation) GetOriginalBytes() uint64 {
@@ -3183,7 +3324,7 @@ type AbortAck struct {
 
 func (x *AbortAck) Reset() {
 	*x = AbortAck{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3195,7 +3336,7 @@ func (x *AbortAck) String() string {
 func (*AbortAck) ProtoMessage() {}
 
 func (x *AbortAck) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3208,7 +3349,7 @@ func (x *AbortAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortAck.ProtoReflect.Descriptor instead.
 func (*AbortAck) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AbortAck) GetAbort() *Abort {
@@ -3247,7 +3388,7 @@ type TaskNotification struct {
 
 func (x *TaskNotification) Reset() {
 	*x = TaskNotification{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +3400,7 @@ func (x *TaskNotification) String() string {
 func (*TaskNotification) ProtoMessage() {}
 
 func (x *TaskNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +3413,7 @@ func (x *TaskNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskNotification.ProtoReflect.Descriptor instead.
 func (*TaskNotification) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{29}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TaskNotification) GetTaskId() string {
@@ -3329,7 +3470,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3341,7 +3482,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3354,7 +3495,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{30}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListToolsRequest) GetSessionId() string {
@@ -3376,7 +3517,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3388,7 +3529,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3401,7 +3542,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{31}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolDefinition {
@@ -3432,7 +3573,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3444,7 +3585,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3457,7 +3598,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{32}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -3550,13 +3691,20 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\rsibling_abort\x18\x02 \x01(\x0e2\".toolwire.executor.v1.SiblingAbortR\fsiblingAbort\x12'\n" +
 	"\x0fmax_concurrency\x18\x03 \x01(\rR\x0emaxConcurrency\x12B\n" +
 	"\x0fdefault_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x0edefaultTimeout\x12H\n" +
-	"\x12permission_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x11permissionTimeout\"\xb2\x01\n" +
+	"\x12permission_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x11permissionTimeout\"\xf3\x01\n" +
 	"\bSettings\x12\x14\n" +
 	"\x05allow\x18\x01 \x03(\tR\x05allow\x12\x10\n" +
 	"\x03ask\x18\x02 \x03(\tR\x03ask\x12\x12\n" +
 	"\x04deny\x18\x03 \x03(\tR\x04deny\x128\n" +
 	"\x04mode\x18\x04 \x01(\x0e2$.toolwire.executor.v1.PermissionModeR\x04mode\x120\n" +
-	"\x05hooks\x18\x05 \x03(\v2\x1a.toolwire.executor.v1.HookR\x05hooks\"\x96\x01\n" +
+	"\x05hooks\x18\x05 \x03(\v2\x1a.toolwire.executor.v1.HookR\x05hooks\x12?\n" +
+	"\anetwork\x18\x06 \x01(\v2%.toolwire.executor.v1.NetworkSettingsR\anetwork\"\x83\x01\n" +
+	"\x0fNetworkSettings\x12I\n" +
+	"\x0fallowed_domains\x18\x01 \x01(\v2 .toolwire.executor.v1.DomainListR\x0eallowedDomains\x12%\n" +
+	"\x0edenied_domains\x18\x02 \x03(\tR\rdeniedDomains\"&\n" +
+	"\n" +
+	"DomainList\x12\x18\n" +
+	"\adomains\x18\x01 \x03(\tR\adomains\"\x96\x01\n" +
 	"\x04Hook\x125\n" +
 	"\x05event\x18\x01 \x01(\x0e2\x1f.toolwire.executor.v1.HookEventR\x05event\x12\x18\n" +
 	"\amatcher\x18\x02 \x01(\tR\amatcher\x12=\n" +
@@ -3632,12 +3780,13 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x05tools\x18\b \x01(\rR\x05tools\"\x8e\x01\n" +
 	"\x0fMcpToolsChanged\x12?\n" +
 	"\aservers\x18\x01 \x03(\v2%.toolwire.executor.v1.McpServerStatusR\aservers\x12:\n" +
-	"\x05tools\x18\x02 \x03(\v2$.toolwire.executor.v1.ToolDefinitionR\x05tools\"\x9f\x01\n" +
+	"\x05tools\x18\x02 \x03(\v2$.toolwire.executor.v1.ToolDefinitionR\x05tools\"\xc8\x01\n" +
 	"\vSandboxInfo\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12<\n" +
 	"\benforced\x18\x02 \x03(\x0e2 .toolwire.executor.v1.ProtectionR\benforced\x12\x18\n" +
 	"\anetwork\x18\x03 \x01(\tR\anetwork\x12\x1e\n" +
-	"\vrun_as_user\x18\x04 \x01(\tR\trunAsUser\"\x8f\x02\n" +
+	"\vrun_as_user\x18\x04 \x01(\tR\trunAsUser\x12'\n" +
+	"\x0fallowed_domains\x18\x05 \x03(\tR\x0eallowedDomains\"\x8f\x02\n" +
 	"\x06Limits\x12B\n" +
 	"\x0fdefault_timeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x0edefaultTimeout\x12:\n" +
 	"\vmax_timeout\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\n" +
@@ -3774,7 +3923,7 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x1cMCP_SERVER_STATE_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aMCP_SERVER_STATE_CONNECTED\x10\x01\x12\x1b\n" +
 	"\x17MCP_SERVER_STATE_FAILED\x10\x02\x12!\n" +
-	"\x1dMCP_SERVER_STATE_DISCONNECTED\x10\x03*\xfa\x02\n" +
+	"\x1dMCP_SERVER_STATE_DISCONNECTED\x10\x03*\x9b\x03\n" +
 	"\n" +
 	"Protection\x12\x1a\n" +
 	"\x16PROTECTION_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -3789,7 +3938,8 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x17PROTECTION_NO_NEW_PRIVS\x10\t\x12\x1d\n" +
 	"\x19PROTECTION_LANDLOCK_SCOPE\x10\n" +
 	"\x12\x1c\n" +
-	"\x18PROTECTION_PROCESS_GROUP\x10\v*\x99\x02\n" +
+	"\x18PROTECTION_PROCESS_GROUP\x10\v\x12\x1f\n" +
+	"\x1bPROTECTION_EGRESS_ALLOWLIST\x10\f*\x99\x02\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fOUTCOME_SUCCESS\x10\x01\x12\x16\n" +
@@ -3825,7 +3975,7 @@ func file_toolwire_executor_v1_executor_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_executor_v1_executor_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(ResultOrder)(0),              // 0: toolwire.executor.v1.ResultOrder
 	(SiblingAbort)(0),             // 1: toolwire.executor.v1.SiblingAbort
@@ -3843,110 +3993,114 @@ var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(*McpServerConfig)(nil),       // 13: toolwire.executor.v1.McpServerConfig
 	(*SessionOptions)(nil),        // 14: toolwire.executor.v1.SessionOptions
 	(*Settings)(nil),              // 15: toolwire.executor.v1.Settings
-	(*Hook)(nil),                  // 16: toolwire.executor.v1.Hook
-	(*HookCommand)(nil),           // 17: toolwire.executor.v1.HookCommand
-	(*Resume)(nil),                // 18: toolwire.executor.v1.Resume
-	(*ToolUse)(nil),               // 19: toolwire.executor.v1.ToolUse
-	(*Abort)(nil),                 // 20: toolwire.executor.v1.Abort
-	(*PermissionDecision)(nil),    // 21: toolwire.executor.v1.PermissionDecision
-	(*ExecuteResponse)(nil),       // 22: toolwire.executor.v1.ExecuteResponse
-	(*Hello)(nil),                 // 23: toolwire.executor.v1.Hello
-	(*McpServerStatus)(nil),       // 24: toolwire.executor.v1.McpServerStatus
-	(*McpToolsChanged)(nil),       // 25: toolwire.executor.v1.McpToolsChanged
-	(*SandboxInfo)(nil),           // 26: toolwire.executor.v1.SandboxInfo
-	(*Limits)(nil),                // 27: toolwire.executor.v1.Limits
-	(*Accepted)(nil),              // 28: toolwire.executor.v1.Accepted
-	(*Started)(nil),               // 29: toolwire.executor.v1.Started
-	(*Progress)(nil),              // 30: toolwire.executor.v1.Progress
-	(*PermissionRequest)(nil),     // 31: toolwire.executor.v1.PermissionRequest
-	(*Result)(nil),                // 32: toolwire.executor.v1.Result
-	(*ContentBlock)(nil),          // 33: toolwire.executor.v1.ContentBlock
-	(*TextBlock)(nil),             // 34: toolwire.executor.v1.TextBlock
-	(*ImageBlock)(nil),            // 35: toolwire.executor.v1.ImageBlock
-	(*Timing)(nil),                // 36: toolwire.executor.v1.Timing
-	(*Truncation)(nil),            // 37: toolwire.executor.v1.Truncation
-	(*AbortAck)(nil),              // 38: toolwire.executor.v1.AbortAck
-	(*TaskNotification)(nil),      // 39: toolwire.executor.v1.TaskNotification
-	(*ListToolsRequest)(nil),      // 40: toolwire.executor.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 41: toolwire.executor.v1.ListToolsResponse
-	(*ToolDefinition)(nil),        // 42: toolwire.executor.v1.ToolDefinition
-	nil,                           // 43: toolwire.executor.v1.Open.McpServersEntry
-	nil,                           // 44: toolwire.executor.v1.McpServerConfig.EnvEntry
-	nil,                           // 45: toolwire.executor.v1.McpServerConfig.HeadersEntry
-	(*durationpb.Duration)(nil),   // 46: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 47: google.protobuf.Timestamp
+	(*NetworkSettings)(nil),       // 16: toolwire.executor.v1.NetworkSettings
+	(*DomainList)(nil),            // 17: toolwire.executor.v1.DomainList
+	(*Hook)(nil),                  // 18: toolwire.executor.v1.Hook
+	(*HookCommand)(nil),           // 19: toolwire.executor.v1.HookCommand
+	(*Resume)(nil),                // 20: toolwire.executor.v1.Resume
+	(*ToolUse)(nil),               // 21: toolwire.executor.v1.ToolUse
+	(*Abort)(nil),                 // 22: toolwire.executor.v1.Abort
+	(*PermissionDecision)(nil),    // 23: toolwire.executor.v1.PermissionDecision
+	(*ExecuteResponse)(nil),       // 24: toolwire.executor.v1.ExecuteResponse
+	(*Hello)(nil),                 // 25: toolwire.executor.v1.Hello
+	(*McpServerStatus)(nil),       // 26: toolwire.executor.v1.McpServerStatus
+	(*McpToolsChanged)(nil),       // 27: toolwire.executor.v1.McpToolsChanged
+	(*SandboxInfo)(nil),           // 28: toolwire.executor.v1.SandboxInfo
+	(*Limits)(nil),                // 29: toolwire.executor.v1.Limits
+	(*Accepted)(nil),              // 30: toolwire.executor.v1.Accepted
+	(*Started)(nil),               // 31: toolwire.executor.v1.Started
+	(*Progress)(nil),              // 32: toolwire.executor.v1.Progress
+	(*PermissionRequest)(nil),     // 33: toolwire.executor.v1.PermissionRequest
+	(*Result)(nil),                // 34: toolwire.executor.v1.Result
+	(*ContentBlock)(nil),          // 35: toolwire.executor.v1.ContentBlock
+	(*TextBlock)(nil),             // 36: toolwire.executor.v1.TextBlock
+	(*ImageBlock)(nil),            // 37: toolwire.executor.v1.ImageBlock
+	(*Timing)(nil),                // 38: toolwire.executor.v1.Timing
+	(*Truncation)(nil),            // 39: toolwire.executor.v1.Truncation
+	(*AbortAck)(nil),              // 40: toolwire.executor.v1.AbortAck
+	(*TaskNotification)(nil),      // 41: toolwire.executor.v1.TaskNotification
+	(*ListToolsRequest)(nil),      // 42: toolwire.executor.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 43: toolwire.executor.v1.ListToolsResponse
+	(*ToolDefinition)(nil),        // 44: toolwire.executor.v1.ToolDefinition
+	nil,                           // 45: toolwire.executor.v1.Open.McpServersEntry
+	nil,                           // 46: toolwire.executor.v1.McpServerConfig.EnvEntry
+	nil,                           // 47: toolwire.executor.v1.McpServerConfig.HeadersEntry
+	(*durationpb.Duration)(nil),   // 48: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 49: google.protobuf.Timestamp
 }
 var file_toolwire_executor_v1_executor_proto_depIdxs = []int32{
 	11, // 0: toolwire.executor.v1.ExecuteRequest.open:type_name -> toolwire.executor.v1.Open
-	18, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
-	19, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
-	20, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
-	21, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
+	20, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
+	21, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
+	22, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
+	23, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
 	14, // 5: toolwire.executor.v1.Open.options:type_name -> toolwire.executor.v1.SessionOptions
 	15, // 6: toolwire.executor.v1.Open.settings:type_name -> toolwire.executor.v1.Settings
-	43, // 7: toolwire.executor.v1.Open.mcp_servers:type_name -> toolwire.executor.v1.Open.McpServersEntry
+	45, // 7: toolwire.executor.v1.Open.mcp_servers:type_name -> toolwire.executor.v1.Open.McpServersEntry
 	12, // 8: toolwire.executor.v1.Open.tools:type_name -> toolwire.executor.v1.ToolSet
-	44, // 9: toolwire.executor.v1.McpServerConfig.env:type_name -> toolwire.executor.v1.McpServerConfig.EnvEntry
-	45, // 10: toolwire.executor.v1.McpServerConfig.headers:type_name -> toolwire.executor.v1.McpServerConfig.HeadersEntry
+	46, // 9: toolwire.executor.v1.McpServerConfig.env:type_name -> toolwire.executor.v1.McpServerConfig.EnvEntry
+	47, // 10: toolwire.executor.v1.McpServerConfig.headers:type_name -> toolwire.executor.v1.McpServerConfig.HeadersEntry
 	0,  // 11: toolwire.executor.v1.SessionOptions.result_order:type_name -> toolwire.executor.v1.ResultOrder
 	1,  // 12: toolwire.executor.v1.SessionOptions.sibling_abort:type_name -> toolwire.executor.v1.SiblingAbort
-	46, // 13: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
-	46, // 14: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
+	48, // 13: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
+	48, // 14: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
 	2,  // 15: toolwire.executor.v1.Settings.mode:type_name -> toolwire.executor.v1.PermissionMode
-	16, // 16: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
-	3,  // 17: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
-	17, // 18: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
-	46, // 19: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
-	46, // 20: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
-	4,  // 21: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
-	5,  // 22: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
-	47, // 23: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
-	23, // 24: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
-	28, // 25: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
-	29, // 26: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
-	30, // 27: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
-	31, // 28: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
-	32, // 29: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
-	38, // 30: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
-	39, // 31: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
-	25, // 32: toolwire.executor.v1.ExecuteResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
-	26, // 33: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
-	27, // 34: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
-	46, // 35: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
-	24, // 36: toolwire.executor.v1.Hello.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
-	42, // 37: toolwire.executor.v1.Hello.mcp_tools:type_name -> toolwire.executor.v1.ToolDefinition
-	6,  // 38: toolwire.executor.v1.McpServerStatus.state:type_name -> toolwire.executor.v1.McpServerState
-	24, // 39: toolwire.executor.v1.McpToolsChanged.servers:type_name -> toolwire.executor.v1.McpServerStatus
-	42, // 40: toolwire.executor.v1.McpToolsChanged.tools:type_name -> toolwire.executor.v1.ToolDefinition
-	7,  // 41: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
-	46, // 42: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
-	46, // 43: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
-	46, // 44: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
-	46, // 45: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
-	33, // 46: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
-	8,  // 47: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
-	36, // 48: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
-	37, // 49: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
-	34, // 50: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
-	35, // 51: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
-	47, // 52: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
-	47, // 53: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
-	47, // 54: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
-	46, // 55: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
-	46, // 56: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
-	20, // 57: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
-	42, // 58: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
-	9,  // 59: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
-	13, // 60: toolwire.executor.v1.Open.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
-	10, // 61: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
-	40, // 62: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
-	22, // 63: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
-	41, // 64: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
-	63, // [63:65] is the sub-list for method output_type
-	61, // [61:63] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	18, // 16: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
+	16, // 17: toolwire.executor.v1.Settings.network:type_name -> toolwire.executor.v1.NetworkSettings
+	17, // 18: toolwire.executor.v1.NetworkSettings.allowed_domains:type_name -> toolwire.executor.v1.DomainList
+	3,  // 19: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
+	19, // 20: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
+	48, // 21: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
+	48, // 22: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
+	4,  // 23: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
+	5,  // 24: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
+	49, // 25: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
+	25, // 26: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
+	30, // 27: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
+	31, // 28: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
+	32, // 29: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
+	33, // 30: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
+	34, // 31: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
+	40, // 32: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
+	41, // 33: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
+	27, // 34: toolwire.executor.v1.ExecuteResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
+	28, // 35: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
+	29, // 36: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
+	48, // 37: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
+	26, // 38: toolwire.executor.v1.Hello.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
+	44, // 39: toolwire.executor.v1.Hello.mcp_tools:type_name -> toolwire.executor.v1.ToolDefinition
+	6,  // 40: toolwire.executor.v1.McpServerStatus.state:type_name -> toolwire.executor.v1.McpServerState
+	26, // 41: toolwire.executor.v1.McpToolsChanged.servers:type_name -> toolwire.executor.v1.McpServerStatus
+	44, // 42: toolwire.executor.v1.McpToolsChanged.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	7,  // 43: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
+	48, // 44: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
+	48, // 45: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
+	48, // 46: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
+	48, // 47: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
+	35, // 48: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
+	8,  // 49: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
+	38, // 50: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
+	39, // 51: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
+	36, // 52: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
+	37, // 53: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
+	49, // 54: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
+	49, // 55: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
+	49, // 56: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
+	48, // 57: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
+	48, // 58: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
+	22, // 59: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
+	44, // 60: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	9,  // 61: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
+	13, // 62: toolwire.executor.v1.Open.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
+	10, // 63: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
+	42, // 64: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
+	24, // 65: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
+	43, // 66: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
+	65, // [65:67] is the sub-list for method output_type
+	63, // [63:65] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_executor_v1_executor_proto_init() }
@@ -3961,12 +4115,12 @@ func file_toolwire_executor_v1_executor_proto_init() {
 		(*ExecuteRequest_Abort)(nil),
 		(*ExecuteRequest_PermissionDecision)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[10].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[12].OneofWrappers = []any{
 		(*Abort_ToolUseId)(nil),
 		(*Abort_AssistantMessageId)(nil),
 		(*Abort_All)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[12].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[14].OneofWrappers = []any{
 		(*ExecuteResponse_Hello)(nil),
 		(*ExecuteResponse_Accepted)(nil),
 		(*ExecuteResponse_Started)(nil),
@@ -3977,19 +4131,19 @@ func file_toolwire_executor_v1_executor_proto_init() {
 		(*ExecuteResponse_TaskNotification)(nil),
 		(*ExecuteResponse_McpToolsChanged)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[22].OneofWrappers = []any{}
-	file_toolwire_executor_v1_executor_proto_msgTypes[23].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[24].OneofWrappers = []any{}
+	file_toolwire_executor_v1_executor_proto_msgTypes[25].OneofWrappers = []any{
 		(*ContentBlock_Text)(nil),
 		(*ContentBlock_Image)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[29].OneofWrappers = []any{}
+	file_toolwire_executor_v1_executor_proto_msgTypes[31].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_executor_v1_executor_proto_rawDesc), len(file_toolwire_executor_v1_executor_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   36,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
