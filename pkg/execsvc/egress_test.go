@@ -1,14 +1,18 @@
 package execsvc
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolwire/toolwire/pkg/egress"
@@ -42,7 +46,9 @@ func TestSessionEgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var logs syncBuffer
 	cfg := Config{
+		Logger:          slog.New(slog.NewJSONHandler(&logs, nil)),
 		Root:            sandboxtest.Dir(t),
 		TempRoot:        sandboxtest.Dir(t),
 		Sandbox:         sandbox.Config{Network: sandbox.NetworkAllowlist},
@@ -83,4 +89,39 @@ func TestSessionEgress(t *testing.T) {
 		!strings.Contains(out, "other.test is not an allowed domain") {
 		t.Errorf("narrowed session: %q", out)
 	}
+	// Each refusal is logged with its session.
+	var denied []string
+	for line := range strings.SplitSeq(logs.String(), "\n") {
+		var rec struct {
+			Msg       string `json:"msg"`
+			SessionID string `json:"session_id"`
+			Target    string `json:"target"`
+			Reason    string `json:"reason"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "egress denied" {
+			denied = append(denied, rec.SessionID+" "+rec.Target+" "+rec.Reason)
+		}
+	}
+	want := []string{"wide other.test:80 not_allowed", fmt.Sprintf("narrow localhost:%d not_allowed", port), "narrow other.test:80 not_allowed"}
+	if !slices.Equal(denied, want) {
+		t.Errorf("logged refusals %q, want %q", denied, want)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
