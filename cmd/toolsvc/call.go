@@ -121,7 +121,7 @@ Flags:
 		}
 		conn, err := grpc.NewClient(*addr, append(secure,
 			grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes)))...)
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes), grpc.MaxCallSendMsgSize(rpcserver.MaxMessageBytes)))...)
 		if err != nil {
 			return fmt.Errorf("connect to %s: %w", *addr, err)
 		}
@@ -230,7 +230,21 @@ func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open
 	if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: open}}); err != nil {
 		return nil, fmt.Errorf("send open: %w", streamErr(stream, err))
 	}
+	want := make(map[string]bool, len(uses))
 	for _, u := range uses {
+		want[u.GetId()] = true
+	}
+	var results []*executorv1.Result
+	for _, u := range uses {
+		// A call the stream cannot carry gets its result here: sending it
+		// would end the stream for every call.
+		if r := execgrpc.Unsendable(u); r != nil {
+			if want[u.GetId()] {
+				delete(want, u.GetId())
+				results = append(results, r)
+			}
+			continue
+		}
 		if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_ToolUse{ToolUse: u}}); err != nil {
 			return nil, fmt.Errorf("send tool_use %s: %w", u.GetId(), streamErr(stream, err))
 		}
@@ -242,11 +256,9 @@ func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open
 			cancel()
 		}
 	}
-	want := make(map[string]bool, len(uses))
-	for _, u := range uses {
-		want[u.GetId()] = true
+	if len(want) == 0 {
+		closeSend()
 	}
-	var results []*executorv1.Result
 	for {
 		ev, err := stream.Recv()
 		if err == io.EOF {

@@ -47,11 +47,24 @@ func InvalidUTF8(toolName, input string) *Error {
 	return &Error{Tool: toolName, Issues: []Issue{{Code: CodeInvalidUTF8, Message: fmt.Sprintf("byte 0x%02x at offset %d is not UTF-8", input[off], off)}}, msg: msg}
 }
 
-// TooLarge returns the error for a call whose input makes a message larger
-// than the transport carries (size and limit in bytes), for clients that
-// cannot send it.
+// Unsendable returns the error a client gives a call it cannot send, or
+// nil: input that is not UTF-8 (the wire's strings must be), or a message
+// of size bytes, more than limit, the most the transport carries. Sending
+// either would end the whole stream, not only the call.
+func Unsendable(toolName, input string, size, limit int) *Error {
+	if err := InvalidUTF8(toolName, input); err != nil {
+		return err
+	}
+	if size > limit {
+		return TooLarge(toolName, size, limit)
+	}
+	return nil
+}
+
+// TooLarge returns the error for a call whose input makes a message of size
+// bytes, more than the transport's limit, for clients that cannot send it.
 func TooLarge(toolName string, size, limit int) *Error {
-	msg := fmt.Sprintf("InputValidationError: %s was called with input of %d bytes, more than one message to the executor can carry (%d bytes), so it was not run. "+
+	msg := fmt.Sprintf("InputValidationError: %s was called with input too large to send to the executor: the message would be %d bytes, and one may carry at most %d, so the call was not run. "+
 		"Send the call again with less: write a large file in parts (Write, then Bash with >> or Edit), or produce large content with a command.",
 		toolName, size, limit)
 	return &Error{Tool: toolName, Issues: []Issue{{Code: "too_big", Message: fmt.Sprintf("%d bytes, more than %d", size, limit)}}, msg: msg}
