@@ -22,6 +22,7 @@ import (
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/execgrpc"
+	"github.com/toolwire/toolwire/pkg/handshake"
 	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
@@ -43,6 +44,7 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	mode := fs.String("permission-mode", "bypassPermissions", "session permission mode: default, acceptEdits, plan or bypassPermissions (operator rules of the executor still apply)")
 	askAnswer := fs.String("ask", "deny", `answer to permission requests: "allow" (once) or "deny"`)
 	listTools := fs.Bool("list-tools", false, "print the session's tools (built-in, then MCP) and MCP servers as JSON instead of running calls; stdin is not read")
+	requireSpec := fs.String("require-sandbox", "", "protections the executor must enforce, e.g. \"landlock,network:none,pid_isolation\"; an executor whose Hello lacks one is refused before any call is sent (words: "+strings.Join(handshake.Vocabulary(), ", ")+")")
 	var mcpConfigs listFlag
 	fs.Var(&mcpConfigs, "mcp-config", `MCP servers of the session, as JSON or a file in Claude Code's shape ({"mcpServers": {...}}); ${VAR} is expanded from this environment (repeatable)`)
 	var tools toolsFlag
@@ -74,6 +76,11 @@ Flags:
 	}
 	if (*addr == "") == !*useEmbedded {
 		fmt.Fprintln(stderr, "toolsvc call: give exactly one of --addr or --embedded")
+		return errUsage
+	}
+	require, err := handshake.Parse(*requireSpec)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolsvc call: --require-sandbox: %v\n", err)
 		return errUsage
 	}
 	mcpServers, err := loadMCPConfigs(mcpConfigs, false)
@@ -153,9 +160,9 @@ Flags:
 		Tools:      tools.set,
 	}
 	if *listTools {
-		return printTools(ctx, client, open, stdout)
+		return printTools(ctx, client, open, require, stdout)
 	}
-	results, err := runCalls(ctx, client, open, uses, answer, progressWriter(*progress, stderr))
+	results, err := runCalls(ctx, client, open, require, uses, answer, progressWriter(*progress, stderr))
 	if err != nil {
 		return err
 	}
@@ -217,18 +224,23 @@ func progressWriter(enabled bool, w io.Writer) func(*executorv1.ExecuteResponse)
 	}
 }
 
-// runCalls opens a session, sends every tool use, half-closes, and collects
-// one Result per distinct tool_use id in the order they arrive.
-func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open *executorv1.Open, uses []*executorv1.ToolUse,
-	answer executorv1.PermissionBehavior, onEvent func(*executorv1.ExecuteResponse)) ([]*executorv1.Result, error) {
+// runCalls opens a session, checks the executor's Hello against require,
+// sends every tool use, half-closes, and collects one Result per distinct
+// tool_use id in the order they arrive.
+func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open *executorv1.Open, require handshake.Requirements,
+	uses []*executorv1.ToolUse, answer executorv1.PermissionBehavior, onEvent func(*executorv1.ExecuteResponse)) ([]*executorv1.Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := client.Execute(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open Execute stream: %w", err)
 	}
-	if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: open}}); err != nil {
-		return nil, fmt.Errorf("send open: %w", streamErr(stream, err))
+	hello, err := openSession(stream, open, require)
+	if err != nil {
+		return nil, err
+	}
+	if onEvent != nil {
+		onEvent(hello)
 	}
 	want := make(map[string]bool, len(uses))
 	for _, u := range uses {
@@ -292,6 +304,37 @@ func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open
 		return results, fmt.Errorf("the stream ended before %d call(s) got a result", len(want))
 	}
 	return results, nil
+}
+
+// openSession sends open, waits for the Hello and checks what it says of
+// the sandbox against require. An executor that falls short is left
+// before any call is sent: the stream is cancelled, which ends the
+// session.
+func openSession(stream executorv1.ExecutorService_ExecuteClient, open *executorv1.Open, require handshake.Requirements) (*executorv1.ExecuteResponse, error) {
+	if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: open}}); err != nil {
+		return nil, fmt.Errorf("send open: %w", streamErr(stream, err))
+	}
+	ev, err := stream.Recv()
+	if err != nil {
+		return nil, fmt.Errorf("receive hello: %w", err)
+	}
+	hello := ev.GetHello()
+	if hello == nil {
+		return nil, fmt.Errorf("the executor sent %T before its hello", ev.GetEvent())
+	}
+	if err := require.Check(sandboxInfo(hello.GetSandbox())); err != nil {
+		return nil, fmt.Errorf("--require-sandbox: %w", err)
+	}
+	return ev, nil
+}
+
+// sandboxInfo is what a Hello says of the sandbox, for handshake.
+func sandboxInfo(s *executorv1.SandboxInfo) handshake.Info {
+	info := handshake.Info{Backend: s.GetBackend(), Network: s.GetNetwork()}
+	for _, p := range s.GetEnforced() {
+		info.Enforced = append(info.Enforced, handshake.ProtectionWord(p.String()))
+	}
+	return info
 }
 
 // streamErr returns the status that ended the stream when Send reports
@@ -395,19 +438,16 @@ func inputText(raw json.RawMessage) string {
 // printTools opens a session, prints its tools (ListTools with the
 // session's id: built-in tools, then MCP tools) and its MCP servers (from
 // Hello) as one JSON object, and ends the session.
-func printTools(ctx context.Context, client executorv1.ExecutorServiceClient, open *executorv1.Open, stdout io.Writer) error {
+func printTools(ctx context.Context, client executorv1.ExecutorServiceClient, open *executorv1.Open, require handshake.Requirements, stdout io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := client.Execute(ctx)
 	if err != nil {
 		return fmt.Errorf("open Execute stream: %w", err)
 	}
-	if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: open}}); err != nil {
-		return fmt.Errorf("send open: %w", streamErr(stream, err))
-	}
-	ev, err := stream.Recv()
+	ev, err := openSession(stream, open, require)
 	if err != nil {
-		return fmt.Errorf("receive hello: %w", err)
+		return err
 	}
 	hello := ev.GetHello()
 	list, err := client.ListTools(ctx, &executorv1.ListToolsRequest{SessionId: hello.GetSessionId()})
