@@ -999,8 +999,9 @@ type McpServerConfig struct {
 	Args []string `protobuf:"bytes,3,rep,name=args,proto3" json:"args,omitempty"`
 	// Variables set for it on top of the sandbox's clean environment.
 	Env map[string]string `protobuf:"bytes,4,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// Endpoint of an http or sse server. With the session's network policy
-	// "none", only loopback addresses are allowed.
+	// Endpoint of an http or sse server. Unless the session's network policy
+	// is "host", only loopback addresses are allowed (the executor reaches
+	// it, not the session's egress proxy).
 	Url string `protobuf:"bytes,5,opt,name=url,proto3" json:"url,omitempty"`
 	// Headers sent with every request to an http or sse server.
 	Headers       map[string]string `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
