@@ -138,6 +138,9 @@ func raw(t *testing.T, proxyAddr, text string) (string, string) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// A guard, not a measure: a proxy that wrongly opens a tunnel would
+	// leave the read below waiting for the tunnel's end.
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 	if _, err := io.WriteString(c, text); err != nil {
 		t.Fatal(err)
 	}
