@@ -58,7 +58,10 @@ Reads tool_use blocks on stdin — an assistant message in Anthropic format, an
 array of content blocks, or one block per line — runs them over one Execute
 stream and prints their tool_result blocks as a JSON array. A block whose
 "input" is a JSON string is sent as the raw input text, so unparsable input
-can be tried. Exits 0 when every call got a result, errors included.
+can be tried. A call the stream cannot carry (more than 16 MiB, or input that
+is not UTF-8) gets an is_error result without being sent. Exits 0 when every
+call got a result, errors included; with --require-sandbox, exits 1 before
+sending any call when the executor's Hello lacks a required protection.
 
 With tracing configured (see below), the calls run under a "toolsvc call"
 span, a child of the W3C context in $TRACEPARENT (and $TRACESTATE) if set.
