@@ -308,11 +308,25 @@ func (p *Proxy) forward(c net.Conn, req *http.Request) {
 	}
 	removeHopHeaders(req.Header)
 	req.Close = true
+	// The client waits for leave to send its body; the proxy gives it,
+	// and the upstream gets the body without being asked.
+	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		req.Header.Del("Expect")
+		if _, err := io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+			return
+		}
+	}
 	if err := req.Write(up); err != nil {
 		p.fail(c, req.Method, host, port, fmt.Errorf("send the request: %w", err))
 		return
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(up), req)
+	upr := bufio.NewReader(up)
+	resp, err := http.ReadResponse(upr, req)
+	// Informational responses (103 Early Hints) precede the one that
+	// counts; the client gets that one.
+	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+		resp, err = http.ReadResponse(upr, req)
+	}
 	if err != nil {
 		p.fail(c, req.Method, host, port, fmt.Errorf("read the response: %w", err))
 		return

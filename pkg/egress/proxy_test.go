@@ -454,3 +454,40 @@ func TestProxyNetwork(t *testing.T) {
 		}
 	})
 }
+
+// TestProxyPlainHTTPBodies: a request body (with Expect: 100-continue, as
+// curl sends for large ones) reaches the upstream, and an informational
+// response before the real one does not end the exchange.
+func TestProxyPlainHTTPBodies(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		fmt.Fprintf(w, "got %d bytes by %s", len(b), r.Method)
+	}))
+	t.Cleanup(srv.Close)
+	port, _ := strconv.Atoi(strings.TrimPrefix(srv.URL, "http://127.0.0.1:"))
+	res := newResolver()
+	res.set("local.test", addrs(netip.MustParseAddr("127.0.0.1")))
+	_, addr := startProxy(t, egress.Config{Policy: policy(t, []string{"local.test"}, nil, []string{"127.0.0.1"}), Resolver: res})
+	body := strings.Repeat("b", 1<<20)
+	status, got := raw(t, addr, fmt.Sprintf("POST http://local.test:%d/up HTTP/1.1\r\nHost: local.test:%d\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n%s", port, port, len(body), body))
+	// raw reads the first response: the proxy's own 100 Continue.
+	if status != "100 Continue" {
+		t.Errorf("first answer %s %q", status, got)
+	}
+	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://local.test:%d/up", port), strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Expect", "100-continue")
+	resp, err := client(t, addr, false).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(b) != fmt.Sprintf("got %d bytes by POST", len(body)) {
+		t.Errorf("got %d %q", resp.StatusCode, b)
+	}
+}
