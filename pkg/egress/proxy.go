@@ -207,6 +207,7 @@ func (p *Proxy) Close() {
 		return
 	}
 	p.closed = true
+	p.cancel() // first: what the closing below makes fail is no refusal
 	for l := range p.listeners {
 		l.Close()
 	}
@@ -214,7 +215,6 @@ func (p *Proxy) Close() {
 		c.Close()
 	}
 	p.mu.Unlock()
-	p.cancel()
 	p.wg.Wait()
 }
 
@@ -242,6 +242,11 @@ func (p *Proxy) handle(c net.Conn) {
 	br := bufio.NewReader(c)
 	req, err := http.ReadRequest(br)
 	if err != nil {
+		// A connection closed before it sent anything, or one the proxy
+		// closed itself, is no refusal.
+		if errors.Is(err, io.EOF) || p.ctx.Err() != nil {
+			return
+		}
 		p.refuse(c, &Denial{Reason: ReasonProtocol,
 			Detail: "what was sent is not an HTTP proxy request; the proxy takes CONNECT host:port, and requests for absolute http:// URLs"})
 		return
