@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/egress"
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
@@ -99,6 +100,10 @@ type common struct {
 	sandboxWrite   dirsFlag
 	logFormat      string
 	logLevel       string
+	allowedDomains listFlag
+	deniedDomains  listFlag
+	allowedAddrs   listFlag
+	egress         egress.Policy // parsed by checkEgress
 
 	// sandboxSettings are the sandbox lists of the settings, for the
 	// in-process executor (set by loadSettings).
@@ -118,7 +123,10 @@ func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
 	fs.StringVar(&c.sessionsDir, "sessions-dir", "", "directory of session transcripts (default $XDG_STATE_HOME/toolwire/sessions or ~/.local/state/toolwire/sessions)")
 	fs.StringVar(&c.root, "root", ".", "workspace root of the in-process executor")
 	fs.StringVar(&c.sandbox, "sandbox", sandbox.BackendLandlock, `in-process executor confinement: "landlock" or "none"`)
-	fs.StringVar(&c.network, "network", embedded.DefaultNetwork, `in-process executor network: "host" (the machine's, as your shell has it) or "none" (loopback only; needs root or CAP_SYS_ADMIN)`)
+	fs.StringVar(&c.network, "network", embedded.DefaultNetwork, `in-process executor network: "host" (the machine's, as your shell has it), "allowlist" (only --allowed-domains, through an egress proxy; needs root or CAP_SYS_ADMIN) or "none" (loopback only; needs root or CAP_SYS_ADMIN)`)
+	fs.Var(&c.allowedDomains, "allowed-domains", `with --network allowlist: hosts Bash may reach, e.g. "*.npmjs.org,pypi.org:443" ("*.d" covers subdomains of d, ":PORT" one port; repeatable; sandbox.network.allowedDomains of --settings adds to them)`)
+	fs.Var(&c.deniedDomains, "denied-domains", "with --network allowlist: hosts never reached (repeatable)")
+	fs.Var(&c.allowedAddrs, "allowed-addresses", `with --network allowlist: loopback, private or link-local ranges allowed hosts may resolve to, e.g. "10.1.2.0/24" (repeatable)`)
 	fs.Var(&c.addDirs, "add-dir", "extra directory the tools may read and write, file tools and Bash alike, besides the workspace (repeatable; in-process executor)")
 	fs.Var(&c.sandboxRead, "sandbox-read", "extra directory Bash may read and execute (repeatable; in-process executor; Bash reads everything but the deny list already)")
 	fs.Var(&c.sandboxWrite, "sandbox-write", "extra directory Bash may write, the file tools may not (repeatable; in-process executor)")
@@ -149,6 +157,7 @@ func (c *common) embeddedConfig(log *slog.Logger) embedded.Config {
 		SandboxSettings: c.sandboxSettings,
 		Version:         version,
 		Logger:          log,
+		Egress:          c.egress,
 		Sandbox: sandbox.Config{
 			Backend: c.sandbox, Network: c.network, RunAsUser: c.runAs, Logger: log,
 			ReadOnlyPaths: c.sandboxRead, ReadWritePaths: c.sandboxWrite,
@@ -163,9 +172,30 @@ func (c *common) checkSandboxFlags() error {
 	if c.sandbox != sandbox.BackendLandlock && c.sandbox != sandbox.BackendNone {
 		return fmt.Errorf("--sandbox must be %q or %q, not %q", sandbox.BackendLandlock, sandbox.BackendNone, c.sandbox)
 	}
-	if c.network != sandbox.NetworkHost && c.network != sandbox.NetworkNone {
-		return fmt.Errorf("--network must be %q or %q, not %q", sandbox.NetworkHost, sandbox.NetworkNone, c.network)
+	switch c.network {
+	case sandbox.NetworkHost, sandbox.NetworkAllowlist, sandbox.NetworkNone:
+	default:
+		return fmt.Errorf("--network must be %q, %q or %q, not %q", sandbox.NetworkHost, sandbox.NetworkAllowlist, sandbox.NetworkNone, c.network)
 	}
+	return nil
+}
+
+// checkEgress parses the allowlist flags of the in-process executor; they
+// need --network allowlist.
+func (c *common) checkEgress() error {
+	if c.network != sandbox.NetworkAllowlist {
+		for name, f := range map[string]listFlag{"allowed-domains": c.allowedDomains, "denied-domains": c.deniedDomains, "allowed-addresses": c.allowedAddrs} {
+			if len(f) > 0 {
+				return fmt.Errorf("--%s applies to --network allowlist, not %q", name, c.network)
+			}
+		}
+		return nil
+	}
+	p, err := egress.NewPolicy(c.allowedDomains, c.deniedDomains, c.allowedAddrs)
+	if err != nil {
+		return fmt.Errorf("--network allowlist: %w", err)
+	}
+	c.egress = p
 	return nil
 }
 

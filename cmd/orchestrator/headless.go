@@ -126,6 +126,9 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return 1, err
 	}
+	if err := c.checkEgress(); err != nil {
+		return 2, err
+	}
 	store, err := c.store()
 	if err != nil {
 		return 1, err
@@ -269,8 +272,13 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *or
 		return nil, err
 	}
 	// The settings files' sandbox lists shape the in-process executor,
-	// which starts on first use below.
+	// which starts on first use below. Its network lists are then that
+	// executor's own (operator's) policy already; sent again as the
+	// session's, they would narrow --allowed-domains down to the files'.
 	r.dial.setSandboxSettings(sandboxSettings)
+	if embedded {
+		permissions.Network = nil
+	}
 	defs, err := listTools(ctx, r.dial, r.place, target)
 	if err != nil {
 		return nil, err

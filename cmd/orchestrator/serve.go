@@ -58,6 +58,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		}
 		return err
 	}
+	if err := c.checkEgress(); err != nil {
+		return err
+	}
 	settings, err := c.loadSettings()
 	if err != nil {
 		return err

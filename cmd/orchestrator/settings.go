@@ -67,7 +67,14 @@ func (c *common) loadSettings() (*executorv1.Settings, error) {
 		return nil, err
 	}
 	c.sandboxSettings = s.Sandbox
-	return settingspb.ToProto(s), nil
+	p := settingspb.ToProto(s)
+	if c.executor == "" {
+		// The in-process executor has the network lists as its own
+		// (operator's) policy already; as a session's they would narrow
+		// --allowed-domains down to the file's list.
+		p.Network = nil
+	}
+	return p, nil
 }
 
 // userConfigDir is Claude Code's configuration directory: $CLAUDE_CONFIG_DIR,

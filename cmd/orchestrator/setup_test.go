@@ -89,7 +89,7 @@ func TestHeadlessSetupErrorsNameTheFlag(t *testing.T) {
 		want     []string
 	}{
 		{name: "unknown sandbox", args: []string{"--sandbox", "chroot"}, code: 2, want: []string{`--sandbox must be "landlock" or "none", not "chroot"`}},
-		{name: "unknown network", args: []string{"--network", "bridge"}, code: 2, want: []string{`--network must be "host" or "none", not "bridge"`}},
+		{name: "unknown network", args: []string{"--network", "bridge"}, code: 2, want: []string{`--network must be "host", "allowlist" or "none", not "bridge"`}},
 		{name: "missing root", args: []string{"--root", missing}, code: 1, want: []string{missing, "pass --root an existing directory"}},
 		{name: "unknown run-as user", rootOnly: true, args: []string{"--run-as", "no-such-user-xyz"}, code: 1, want: []string{"no-such-user-xyz", "leave out --run-as"}},
 		{name: "run-as user who cannot write the root", rootOnly: true, args: []string{"--run-as", "nobody", "--root", private}, code: 1,

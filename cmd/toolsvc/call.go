@@ -27,6 +27,7 @@ import (
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/execgrpc"
+	"github.com/toolwire/toolwire/pkg/handshake"
 	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/rpcerr"
@@ -49,6 +50,7 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	mode := fs.String("permission-mode", "bypassPermissions", "session permission mode: default, acceptEdits, plan or bypassPermissions (operator rules of the executor still apply)")
 	askAnswer := fs.String("ask", "deny", `answer to permission requests: "allow" (once) or "deny"`)
 	listTools := fs.Bool("list-tools", false, "print the session's tools (built-in, then MCP) and MCP servers as JSON instead of running calls; stdin is not read")
+	requireSpec := fs.String("require-sandbox", "", "protections the executor must enforce, e.g. \"landlock,network:none,pid_isolation\"; an executor whose Hello lacks one is refused before any call is sent (words: "+strings.Join(handshake.Vocabulary(), ", ")+")")
 	var mcpConfigs listFlag
 	fs.Var(&mcpConfigs, "mcp-config", `MCP servers of the session, as JSON or a file in Claude Code's shape ({"mcpServers": {...}}); ${VAR} is expanded from this environment (repeatable)`)
 	var tools toolsFlag
@@ -63,7 +65,10 @@ Reads tool_use blocks on stdin — an assistant message in Anthropic format, an
 array of content blocks, or one block per line — runs them over one Execute
 stream and prints their tool_result blocks as a JSON array. A block whose
 "input" is a JSON string is sent as the raw input text, so unparsable input
-can be tried. Exits 0 when every call got a result, errors included.
+can be tried. A call the stream cannot carry (more than 16 MiB, or input that
+is not UTF-8) gets an is_error result without being sent. Exits 0 when every
+call got a result, errors included; with --require-sandbox, exits 1 before
+sending any call when the executor's Hello lacks a required protection.
 
 With tracing configured (see below), the calls run under a "toolsvc call"
 span, a child of the W3C context in $TRACEPARENT (and $TRACESTATE) if set.
@@ -81,6 +86,11 @@ Flags:
 	}
 	if (*addr == "") == !*useEmbedded {
 		fmt.Fprintln(stderr, "toolsvc call: give exactly one of --addr or --embedded")
+		return errUsage
+	}
+	require, err := handshake.Parse(*requireSpec)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolsvc call: --require-sandbox: %v\n", err)
 		return errUsage
 	}
 	mcpServers, err := loadMCPConfigs(mcpConfigs, false)
@@ -128,7 +138,7 @@ Flags:
 		}
 		conn, err := grpc.NewClient(*addr, append(secure,
 			grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes)))...)
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes), grpc.MaxCallSendMsgSize(rpcserver.MaxMessageBytes)))...)
 		if err != nil {
 			return fmt.Errorf("--addr %s: %w", *addr, err)
 		}
@@ -161,9 +171,9 @@ Flags:
 		Tools:      tools.set,
 	}
 	if *listTools {
-		return printTools(ctx, client, open, stdout)
+		return printTools(ctx, client, open, require, stdout)
 	}
-	results, err := runCalls(ctx, client, open, uses, answer, progressWriter(*progress, stderr))
+	results, err := runCalls(ctx, client, open, require, uses, answer, progressWriter(*progress, stderr))
 	if err != nil {
 		if !*useEmbedded && status.Code(err) == codes.Unavailable && rpcerr.Reason(err) == "" {
 			return fmt.Errorf("--addr %s: cannot reach toolsvc (waited --connect-timeout %s for it to listen): %w", *addr, *connectTimeout, err)
@@ -259,20 +269,39 @@ func progressWriter(enabled bool, w io.Writer) func(*executorv1.ExecuteResponse)
 	}
 }
 
-// runCalls opens a session, sends every tool use, half-closes, and collects
-// one Result per distinct tool_use id in the order they arrive.
-func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open *executorv1.Open, uses []*executorv1.ToolUse,
-	answer executorv1.PermissionBehavior, onEvent func(*executorv1.ExecuteResponse)) ([]*executorv1.Result, error) {
+// runCalls opens a session, checks the executor's Hello against require,
+// sends every tool use, half-closes, and collects one Result per distinct
+// tool_use id in the order they arrive.
+func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open *executorv1.Open, require handshake.Requirements,
+	uses []*executorv1.ToolUse, answer executorv1.PermissionBehavior, onEvent func(*executorv1.ExecuteResponse)) ([]*executorv1.Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := client.Execute(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open Execute stream: %w", err)
 	}
-	if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: open}}); err != nil {
-		return nil, fmt.Errorf("send open: %w", streamErr(stream, err))
+	hello, err := openSession(stream, open, require)
+	if err != nil {
+		return nil, err
 	}
+	if onEvent != nil {
+		onEvent(hello)
+	}
+	want := make(map[string]bool, len(uses))
 	for _, u := range uses {
+		want[u.GetId()] = true
+	}
+	var results []*executorv1.Result
+	for _, u := range uses {
+		// A call the stream cannot carry gets its result here: sending it
+		// would end the stream for every call.
+		if r := execgrpc.Unsendable(u); r != nil {
+			if want[u.GetId()] {
+				delete(want, u.GetId())
+				results = append(results, r)
+			}
+			continue
+		}
 		if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_ToolUse{ToolUse: u}}); err != nil {
 			return nil, fmt.Errorf("send tool_use %s: %w", u.GetId(), streamErr(stream, err))
 		}
@@ -284,11 +313,9 @@ func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open
 			cancel()
 		}
 	}
-	want := make(map[string]bool, len(uses))
-	for _, u := range uses {
-		want[u.GetId()] = true
+	if len(want) == 0 {
+		closeSend()
 	}
-	var results []*executorv1.Result
 	for {
 		ev, err := stream.Recv()
 		if err == io.EOF {
@@ -322,6 +349,37 @@ func runCalls(ctx context.Context, client executorv1.ExecutorServiceClient, open
 		return results, fmt.Errorf("the stream ended before %d call(s) got a result", len(want))
 	}
 	return results, nil
+}
+
+// openSession sends open, waits for the Hello and checks what it says of
+// the sandbox against require. An executor that falls short is left
+// before any call is sent: the stream is cancelled, which ends the
+// session.
+func openSession(stream executorv1.ExecutorService_ExecuteClient, open *executorv1.Open, require handshake.Requirements) (*executorv1.ExecuteResponse, error) {
+	if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: open}}); err != nil {
+		return nil, fmt.Errorf("send open: %w", streamErr(stream, err))
+	}
+	ev, err := stream.Recv()
+	if err != nil {
+		return nil, fmt.Errorf("receive hello: %w", err)
+	}
+	hello := ev.GetHello()
+	if hello == nil {
+		return nil, fmt.Errorf("the executor sent %T before its hello", ev.GetEvent())
+	}
+	if err := require.Check(sandboxInfo(hello.GetSandbox())); err != nil {
+		return nil, fmt.Errorf("--require-sandbox: %w", err)
+	}
+	return ev, nil
+}
+
+// sandboxInfo is what a Hello says of the sandbox, for handshake.
+func sandboxInfo(s *executorv1.SandboxInfo) handshake.Info {
+	info := handshake.Info{Backend: s.GetBackend(), Network: s.GetNetwork()}
+	for _, p := range s.GetEnforced() {
+		info.Enforced = append(info.Enforced, handshake.ProtectionWord(p.String()))
+	}
+	return info
 }
 
 // streamErr returns the status that ended the stream when Send reports
@@ -425,19 +483,16 @@ func inputText(raw json.RawMessage) string {
 // printTools opens a session, prints its tools (ListTools with the
 // session's id: built-in tools, then MCP tools) and its MCP servers (from
 // Hello) as one JSON object, and ends the session.
-func printTools(ctx context.Context, client executorv1.ExecutorServiceClient, open *executorv1.Open, stdout io.Writer) error {
+func printTools(ctx context.Context, client executorv1.ExecutorServiceClient, open *executorv1.Open, require handshake.Requirements, stdout io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := client.Execute(ctx)
 	if err != nil {
 		return fmt.Errorf("open Execute stream: %w", err)
 	}
-	if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: open}}); err != nil {
-		return fmt.Errorf("send open: %w", streamErr(stream, err))
-	}
-	ev, err := stream.Recv()
+	ev, err := openSession(stream, open, require)
 	if err != nil {
-		return fmt.Errorf("receive hello: %w", err)
+		return err
 	}
 	hello := ev.GetHello()
 	list, err := client.ListTools(ctx, &executorv1.ListToolsRequest{SessionId: hello.GetSessionId()})

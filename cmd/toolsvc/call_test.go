@@ -49,3 +49,43 @@ func TestCallTools(t *testing.T) {
 		t.Fatalf("--tools with an unknown name: %v\n%s", err, out)
 	}
 }
+
+// TestCallUnsendable: a call the stream cannot carry (larger than a gRPC
+// message may be, or input that is not UTF-8) gets an is_error result of
+// its own; the stream and the other calls go on.
+func TestCallUnsendable(t *testing.T) {
+	root := sandboxtest.Dir(t)
+	big := strings.Repeat("x", 17<<20)
+	in := `{"type":"tool_use","id":"big","name":"Write","input":{"file_path":"big.txt","content":"` + big + `"}}
+{"type":"tool_use","id":"bin","name":"Bash","input":{"command":"echo ` + "\xff\xfe" + ` > bin.txt"}}
+{"type":"tool_use","id":"ok","name":"Bash","input":{"command":"echo fine"}}
+`
+	rs := runCall(t, in, "--embedded", "--root", root)
+	byID := map[string]toolResult{}
+	for _, r := range rs {
+		byID[r.ToolUseID] = r
+	}
+	if len(rs) != 3 {
+		t.Fatalf("results %+v", rs)
+	}
+	want := map[string]string{
+		"big": "<tool_use_error>InputValidationError: Write was called with input too large to send to the executor: the message would be 17825861 bytes, and one may carry at most 16777216, so the call was not run.",
+		"bin": "<tool_use_error>InputValidationError: Bash was called with input that is not valid UTF-8 (byte 0xff at offset 17).",
+		"ok":  "fine",
+	}
+	for id, prefix := range want {
+		r := byID[id]
+		content, _ := r.Content.(string)
+		if !strings.HasPrefix(content, prefix) {
+			t.Errorf("%s: %q, want it to start %q", id, content, prefix)
+		}
+		if r.IsError == nil || *r.IsError != (id != "ok") {
+			t.Errorf("%s: is_error %v", id, deref(r.IsError))
+		}
+	}
+	for _, f := range []string{"big.txt", "bin.txt"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err == nil {
+			t.Errorf("%s was written", f)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/egress"
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/executor"
@@ -58,7 +59,7 @@ func (d *dirsFlag) Set(v string) error {
 func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, error) {
 	networkDefault, uidsDefault := sandbox.NetworkNone, defaultSessionUIDs()
 	runAsUsage := "one user for the tool processes of all sessions when toolsvc runs as root, instead of --session-uids (with --session-uids off, the default is the workspace owner, or nobody)"
-	networkUsage := `network of tool processes: "none" (loopback only; needs root or CAP_SYS_ADMIN) or "host"`
+	networkUsage := `network of tool processes: "none" (loopback only), "allowlist" (only --allowed-domains, through an egress proxy the executor runs for each session; both need root or CAP_SYS_ADMIN) or "host"`
 	profile := new(string)
 	if inProcess {
 		// Filled in after parsing: they depend on --profile.
@@ -99,7 +100,9 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		sysReadPaths  dirsFlag
 		sysWritePaths dirsFlag
 		deny          listFlag
+		egressFlags   egressFlags
 	)
+	egressFlags.register(fs)
 	fs.Var(&readOnly, "ro", "extra directory the file tools (Read, Glob, Grep) of every session may read; processes get the same with --sandbox-read (repeatable)")
 	fs.Var(&readWrite, "rw", "extra directory the file tools of every session may read and write; processes get the same with --sandbox-write, both with --add-dir (repeatable)")
 	fs.Var(&sysReadPaths, "sandbox-read", "extra directory tool processes (Bash, hooks) may read and execute, besides the system directories, the workspace and the temp dir (repeatable)")
@@ -128,7 +131,7 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		if err := oneOf("--sandbox", *backend, sandbox.BackendLandlock, sandbox.BackendNone); err != nil {
 			return execsvc.Config{}, err
 		}
-		if err := oneOf("--network", *network, sandbox.NetworkNone, sandbox.NetworkHost); err != nil {
+		if err := oneOf("--network", *network, sandbox.NetworkNone, sandbox.NetworkAllowlist, sandbox.NetworkHost); err != nil {
 			return execsvc.Config{}, err
 		}
 		for name, negative := range map[string]bool{
@@ -140,8 +143,8 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 			}
 		}
 		var operator settings.Settings
+		var err error
 		if *settingsFile != "" {
-			var err error
 			if operator, err = settings.LoadSettings(*settingsFile); err != nil {
 				return execsvc.Config{}, fmt.Errorf("--settings: %w", err)
 			}
@@ -181,6 +184,9 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		if len(deny) > 0 {
 			cfg.Deny = deny
 		}
+		if cfg.Egress, err = egressFlags.policy(*network); err != nil {
+			return execsvc.Config{}, err
+		}
 		uids, err := sandbox.ParseUIDRange(*sessionUIDs)
 		if err != nil {
 			return execsvc.Config{}, fmt.Errorf("--session-uids: %w", err)
@@ -218,7 +224,12 @@ func oneOf(flag, value string, allowed ...string) error {
 	if slices.Contains(allowed, value) {
 		return nil
 	}
-	return fmt.Errorf("%s must be %s, not %q", flag, strings.Join(quoteAll(allowed), " or "), value)
+	q := quoteAll(allowed)
+	list := q[len(q)-1]
+	if len(q) > 1 {
+		list = strings.Join(q[:len(q)-1], ", ") + " or " + list
+	}
+	return fmt.Errorf("%s must be %s, not %q", flag, list, value)
 }
 
 func quoteAll(ss []string) []string {
@@ -280,4 +291,43 @@ func loadMCPConfigs(args []string, strict bool) (mcpclient.Servers, error) {
 		}
 	}
 	return servers, nil
+}
+
+// egressFlags are the flags of the egress allowlist (--network allowlist).
+type egressFlags struct {
+	allowed, denied, addresses entriesFlag
+}
+
+func (e *egressFlags) register(fs *flag.FlagSet) {
+	fs.Var(&e.allowed, "allowed-domains", `with --network allowlist: hosts tool processes may reach through the egress proxy, e.g. "*.npmjs.org,pypi.org:443" ("*.d" covers subdomains of d, ":PORT" one port; comma-separated, repeatable; sandbox.network.allowedDomains of --settings adds to them)`)
+	fs.Var(&e.denied, "denied-domains", "with --network allowlist: hosts never reached, whatever allows them (comma-separated, repeatable)")
+	fs.Var(&e.addresses, "allowed-addresses", `with --network allowlist: loopback, private or link-local ranges allowed hosts may resolve to, e.g. "10.1.2.0/24" for an internal mirror (refused otherwise; comma-separated, repeatable)`)
+}
+
+// policy returns the operator's egress policy; the flags need network
+// "allowlist".
+func (e *egressFlags) policy(network string) (egress.Policy, error) {
+	if network != sandbox.NetworkAllowlist {
+		for name, f := range map[string]entriesFlag{"allowed-domains": e.allowed, "denied-domains": e.denied, "allowed-addresses": e.addresses} {
+			if len(f) > 0 {
+				return egress.Policy{}, fmt.Errorf("--%s applies to --network allowlist, not %q", name, network)
+			}
+		}
+		return egress.Policy{}, nil
+	}
+	p, err := egress.NewPolicy(e.allowed, e.denied, e.addresses)
+	if err != nil {
+		return egress.Policy{}, fmt.Errorf("--network allowlist: %w", err)
+	}
+	return p, nil
+}
+
+// entriesFlag is a repeatable flag of comma- or space-separated entries.
+type entriesFlag []string
+
+func (l *entriesFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *entriesFlag) Set(v string) error {
+	*l = append(*l, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })...)
+	return nil
 }

@@ -122,7 +122,7 @@ func TestSetupErrorsNameTheFlag(t *testing.T) {
 		want     []string
 	}{
 		{name: "unknown sandbox", args: []string{"call", "--embedded", "--sandbox", "chroot"}, want: []string{`--sandbox must be "landlock" or "none", not "chroot"`}},
-		{name: "unknown network", args: []string{"call", "--embedded", "--network", "bridge"}, want: []string{`--network must be "none" or "host", not "bridge"`}},
+		{name: "unknown network", args: []string{"call", "--embedded", "--network", "bridge"}, want: []string{`--network must be "none", "allowlist" or "host", not "bridge"`}},
 		{name: "missing root", args: []string{"call", "--embedded", "--root", missing}, want: []string{missing, "pass --root an existing directory"}},
 		{name: "bad uid range", args: []string{"call", "--embedded", "--session-uids", "5-1"}, want: []string{"--session-uids: ", "5-1"}},
 		{name: "negative limit", args: []string{"call", "--embedded", "--limit-cpu", "-1s"}, want: []string{"--limit-cpu must not be negative"}},

@@ -118,6 +118,7 @@ func TestPythonExample(t *testing.T) {
 		{id: "toolu_py_03_glob", check: contains("hello.txt")},
 		{id: "toolu_py_04_bash", check: equals("hi")},
 		{id: "toolu_py_05_bad", wantErr: true, check: contains("<tool_use_error>")},
+		{id: "toolu_py_08_big", wantErr: true, check: contains("<tool_use_error>InputValidationError: Write was called with input too large to send to the executor")},
 	}
 	if len(results) != len(tests) {
 		t.Errorf("got results for %d tool_use ids, want %d: %v", len(results), len(tests), keys(results))
@@ -139,9 +140,13 @@ func TestPythonExample(t *testing.T) {
 		})
 	}
 
-	// The Write really happened on the executor's side.
+	// The Write really happened on the executor's side; the one too large
+	// to send did not.
 	if !fileUnder(t, workspace, "hello.txt", "hello from python\n") {
 		t.Errorf("no hello.txt with the written content under the workspace %s", workspace)
+	}
+	if _, err := os.Stat(filepath.Join(workspace, "big.txt")); err == nil {
+		t.Error("big.txt was written")
 	}
 }
 

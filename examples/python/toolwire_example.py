@@ -38,6 +38,10 @@ import toolwire_errors  # noqa: E402
 from toolwire.executor.v1 import executor_pb2 as pb  # noqa: E402
 from toolwire.executor.v1 import executor_pb2_grpc as pb_grpc  # noqa: E402
 
+# The largest message toolsvc takes in (and sends): a ToolUse past it cannot
+# be sent, and sending it anyway would end the stream for every call.
+MAX_MESSAGE_BYTES = 16 << 20
+
 CLIENT_NAME = "toolwire-python-example"
 CLIENT_VERSION = "0.1.0"
 ASSISTANT_MESSAGE_ID = "msg_python_example_1"
@@ -71,6 +75,10 @@ def build_batch(workspace, mcp_tools=()):
         # Read without its required file_path: the executor answers with an
         # is_error result, never with an RPC error.
         ("toolu_py_05_bad", "Read", {"limit": 5}),
+        # More than one message may carry: the client answers it itself
+        # (see unsendable_result), and the other calls go on.
+        ("toolu_py_08_big", "Write", {"file_path": posixpath.join(workspace, "big.txt"),
+                                      "content": "x" * (MAX_MESSAGE_BYTES + 1)}),
     ]
     if MCP_ECHO in mcp_tools:
         batch.append(("toolu_py_06_mcp_echo", MCP_ECHO, {"text": "hi from mcp"}))
@@ -91,6 +99,23 @@ def mcp_servers(command):
         return {}
     # The same shape as Claude Code's {"mcpServers": {"example": {"command": ...}}}.
     return {"example": pb.McpServerConfig(command=command)}
+
+
+def unsendable_result(request):
+    """Returns the tool_result block of a ToolUse request that is too large
+    to send, or None. The executor would refuse the message and end the
+    stream, so the call gets an is_error result here, worded as the
+    executor words input errors."""
+    size = request.ByteSize()
+    if size <= MAX_MESSAGE_BYTES:
+        return None
+    use = request.tool_use
+    text = (f"<tool_use_error>InputValidationError: {use.name} was called with input too large "
+            f"to send to the executor: the message would be {size} bytes, and one may carry at "
+            f"most {MAX_MESSAGE_BYTES}, so the call was not run. Send the call again with less: "
+            "write a large file in parts (Write, then Bash with >> or Edit), or produce large "
+            "content with a command.</tool_use_error>")
+    return {"type": "tool_result", "tool_use_id": use.id, "content": text, "is_error": True}
 
 
 def tool_result_block(result):
@@ -149,7 +174,10 @@ class Session:
             self.events.put(_StreamEnd(err))
 
     def send(self, **fields):
-        self._requests.put(pb.ExecuteRequest(**fields))
+        self.send_request(pb.ExecuteRequest(**fields))
+
+    def send_request(self, request):
+        self._requests.put(request)
 
     def close_send(self):
         self._requests.put(None)
@@ -216,8 +244,10 @@ def run(address, deadline_s, verbose, mcp_command=None):
             print("mcp tools: " + ", ".join(mcp_tools))
 
         batch = build_batch(hello.workspace, mcp_tools)
+        pending = {tool_use_id for tool_use_id, _, _ in batch}
+        seen = set()
         for tool_use_id, name, tool_input in batch:
-            session.send(
+            request = pb.ExecuteRequest(
                 tool_use=pb.ToolUse(
                     id=tool_use_id,
                     name=name,
@@ -225,9 +255,14 @@ def run(address, deadline_s, verbose, mcp_command=None):
                     assistant_message_id=ASSISTANT_MESSAGE_ID,
                 )
             )
-
-        pending = {tool_use_id for tool_use_id, _, _ in batch}
-        seen = set()
+            local = unsendable_result(request)
+            if local is not None:
+                log(f"{tool_use_id} is too large to send: answered here")
+                seen.add(tool_use_id)
+                pending.discard(tool_use_id)
+                print(json.dumps(local), flush=True)
+                continue
+            session.send_request(request)
 
         def handle(ev):
             kind = ev.WhichOneof("event")

@@ -107,6 +107,7 @@ var protectionByName = map[string]executorv1.Protection{
 	"no_new_privs":      executorv1.Protection_PROTECTION_NO_NEW_PRIVS,
 	"landlock_scope":    executorv1.Protection_PROTECTION_LANDLOCK_SCOPE,
 	"process_group":     executorv1.Protection_PROTECTION_PROCESS_GROUP,
+	"egress_allowlist":  executorv1.Protection_PROTECTION_EGRESS_ALLOWLIST,
 }
 
 func eventToProto(ev *executor.Event) *executorv1.ExecuteResponse {
@@ -126,6 +127,7 @@ func eventToProto(ev *executor.Event) *executorv1.ExecuteResponse {
 			Sandbox: &executorv1.SandboxInfo{
 				Backend: h.Sandbox.Backend, Enforced: enforced,
 				Network: h.Sandbox.Network, RunAsUser: h.Sandbox.RunAs,
+				AllowedDomains: h.Sandbox.AllowedDomains,
 			},
 			Limits: &executorv1.Limits{
 				DefaultTimeout:       durationpb.New(h.Limits.DefaultTimeout),

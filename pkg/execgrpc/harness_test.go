@@ -137,7 +137,8 @@ func newHarness(t *testing.T, cfg executor.Config) *harness {
 		cfg.Operator.Permissions.DefaultMode = permission.ModeBypass
 	}
 	if cfg.NewEnv == nil {
-		cfg.NewEnv = func(ctx context.Context, id, dir string) (*tool.Env, executor.SandboxInfo, error) {
+		cfg.NewEnv = func(ctx context.Context, req executor.EnvRequest) (*tool.Env, executor.SandboxInfo, error) {
+			id := req.SessionID
 			ws, err := workspace.New(workspace.Config{Dir: t.TempDir()})
 			if err != nil {
 				return nil, executor.SandboxInfo{}, err

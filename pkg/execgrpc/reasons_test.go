@@ -153,7 +153,7 @@ func TestErrorReasonsOfSessionSetup(t *testing.T) {
 
 	t.Run("sandbox setup fails", func(t *testing.T) {
 		h := newHarness(t, executor.Config{
-			NewEnv: func(context.Context, string, string) (*tool.Env, executor.SandboxInfo, error) {
+			NewEnv: func(context.Context, executor.EnvRequest) (*tool.Env, executor.SandboxInfo, error) {
 				return nil, executor.SandboxInfo{}, errors.New("no cgroup for the session")
 			},
 		})

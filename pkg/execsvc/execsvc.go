@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/egress"
 	"github.com/toolwire/toolwire/pkg/executor"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/settings"
@@ -52,11 +53,17 @@ type Config struct {
 	// settings, and HOME of processes in the development profile. Empty
 	// means the service's $HOME.
 	Home string
-	// SandboxSettings are the sandbox.filesystem lists of a settings file,
-	// paths as written (relative ones resolve against Root): AllowWrite
-	// and AllowRead widen what processes may use, DenyRead joins the deny
+	// SandboxSettings are the sandbox lists of a settings file, paths as
+	// written (relative ones resolve against Root): AllowWrite and
+	// AllowRead widen what processes may use, DenyRead joins the deny
 	// list, AllowRead takes entries out of it, and DenyWrite must hold.
+	// Its network lists join Egress.
 	SandboxSettings settings.Sandbox
+	// Egress is the operator's egress policy, for Sandbox.Network
+	// "allowlist": the most any session may reach through its egress
+	// proxy. The allowed and denied domains of SandboxSettings.Network
+	// are added to it; a session's own settings may narrow it further.
+	Egress egress.Policy
 	// Durable makes file writes fsync before they are renamed into place.
 	Durable bool
 	// TempRoot holds the per-session scratch directories; empty means the
@@ -237,7 +244,8 @@ func (cfg Config) explain(err error) error {
 // it; users, when not nil, gives each session its user, and outputs, when
 // not nil, keeps the sessions' saved outputs.
 func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outputStore) executor.EnvFactory {
-	return func(ctx context.Context, sessionID, dir string) (_ *tool.Env, _ executor.SandboxInfo, err error) {
+	return func(ctx context.Context, req executor.EnvRequest) (_ *tool.Env, _ executor.SandboxInfo, err error) {
+		sessionID, dir := req.SessionID, req.Workspace
 		var info executor.SandboxInfo
 		var cleanup []func()
 		defer func() {
@@ -249,6 +257,12 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 			}
 		}()
 		sc := res.sandbox
+		var policy egress.Policy
+		if sc.Network == sandbox.NetworkAllowlist {
+			if policy, err = sessionPolicy(res.egress, req.Network); err != nil {
+				return nil, info, err
+			}
+		}
 		owner := -1
 		if users != nil {
 			if sc.SessionUser, err = users.Lease(); err != nil {
@@ -309,11 +323,16 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 				return nil, info, err
 			}
 		}
+		var proxy *egress.Proxy
+		if ln := runner.EgressListener(); ln != nil {
+			proxy = serveEgress(ln, policy, cfg.Logger, sessionID)
+		}
 		env := &tool.Env{
 			SessionID: sessionID,
 			Files:     ws,
 			AddDirs:   cfg.AddDirs,
 			Procs:     runner,
+			Egress:    proxy,
 			TempDir:   tmp,
 			OutputDir: outDir,
 			Limits:    cfg.Limits.WithDefaults(),
@@ -321,6 +340,9 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 		}
 		// Registered first, so it runs last: after tools' own cleanup.
 		env.OnClose(func() {
+			if proxy != nil {
+				proxy.Close()
+			}
 			runner.Close()
 			_ = ws.Close()
 			_ = os.RemoveAll(tmp)
@@ -331,6 +353,9 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 			Enforced: append([]string{"file_roots"}, runner.Enforced()...),
 			Network:  runner.Network(),
 			RunAs:    cfg.Sandbox.RunAsUser,
+		}
+		if proxy != nil {
+			info.AllowedDomains = policy.AllowedEntries()
 		}
 		if users != nil {
 			info.RunAs = fmt.Sprintf("%s (uid %d, this session's own)", runner.User(), runner.UID())

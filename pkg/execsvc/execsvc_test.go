@@ -57,7 +57,7 @@ func factoryWith(t *testing.T, cfg Config, users *sandbox.UIDPool, outputs *outp
 // openEnv opens a session's environment the way the executor does.
 func openEnv(t *testing.T, factory executor.EnvFactory, id, dir string) (*tool.Env, executor.SandboxInfo) {
 	t.Helper()
-	env, info, err := factory(context.Background(), id, dir)
+	env, info, err := factory(context.Background(), executor.EnvRequest{SessionID: id, Workspace: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,10 +158,10 @@ func TestFailedOpenGivesTheIDBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory := factoryOf(t, cfg, pool)
-	if _, _, err := factory(context.Background(), "x", "/outside/the/root"); err == nil {
+	if _, _, err := factory(context.Background(), executor.EnvRequest{SessionID: "x", Workspace: "/outside/the/root"}); err == nil {
 		t.Fatal("a workspace outside the root was accepted")
 	}
-	env, _, err := factory(context.Background(), "y", "")
+	env, _, err := factory(context.Background(), executor.EnvRequest{SessionID: "y"})
 	if err != nil {
 		t.Fatalf("the only id did not come back: %v", err)
 	}
@@ -204,16 +204,16 @@ func TestExplainAddsTheFix(t *testing.T) {
 			t.Fatal(err)
 		}
 		factory := factoryOf(t, cfg, pool)
-		_, _, err = factory(context.Background(), "x", "root-owned")
+		_, _, err = factory(context.Background(), executor.EnvRequest{SessionID: "x", Workspace: "root-owned"})
 		if err == nil || !strings.Contains(err.Error(), "not accessible to user") || !strings.HasSuffix(err.Error(), "; to fix it, FIX-WORKSPACE") {
 			t.Errorf("a root-owned workspace: %v, want the workspace's hint", err)
 		}
-		env, _, err := factory(context.Background(), "y", "")
+		env, _, err := factory(context.Background(), executor.EnvRequest{SessionID: "y"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer env.Close()
-		_, _, err = factory(context.Background(), "z", "")
+		_, _, err = factory(context.Background(), executor.EnvRequest{SessionID: "z"})
 		if err == nil || !strings.HasSuffix(err.Error(), "; to fix it, FIX-UIDS") {
 			t.Errorf("no id left: %v, want the range's hint", err)
 		}

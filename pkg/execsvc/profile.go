@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolwire/toolwire/pkg/egress"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/toolcache"
 	"github.com/toolwire/toolwire/pkg/workspace"
@@ -44,11 +45,11 @@ type resolved struct {
 	fileRO    []string // read-only roots of the file tools
 	fileRW    []string // read-write roots of the file tools, besides the temp dir
 	sandbox   sandbox.Config
+	egress    egress.Policy // the operator's, with the settings' network lists
 }
 
 // resolve works out cfg. Root must be absolute already.
-func resolve(cfg Config) (resolved, error) {
-	var r resolved
+func resolve(cfg Config) (r resolved, err error) {
 	dev := false
 	switch cfg.Profile {
 	case ProfileService:
@@ -111,6 +112,9 @@ func resolve(cfg Config) (resolved, error) {
 		sc.Network = sandbox.NetworkNone
 	}
 	r.sandbox = sc
+	if r.egress, err = operatorPolicy(cfg.Egress, ss.Network); err != nil {
+		return r, err
+	}
 	return r, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolwire/toolwire/pkg/executor"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 	"github.com/toolwire/toolwire/pkg/settings"
@@ -126,7 +127,7 @@ func TestDenyWriteInsideWritable(t *testing.T) {
 	home := devHome(t)
 	cfg := devConfig(t, home)
 	cfg.SandboxSettings.DenyWrite = []string{"./.git/hooks", "~/.bashrc"}
-	_, _, err := factoryOf(t, cfg, nil)(t.Context(), "s", "")
+	_, _, err := factoryOf(t, cfg, nil)(t.Context(), executor.EnvRequest{SessionID: "s"})
 	if err == nil || !strings.Contains(err.Error(), "denyWrite: "+filepath.Join(cfg.Root, ".git/hooks")) {
 		t.Fatalf("got %v, want a refusal naming the denyWrite entry in the workspace", err)
 	}

@@ -145,10 +145,13 @@ type SandboxInfo struct {
 	Backend string
 	// Enforced lists the protections in force (see sandbox.Runner.Enforced).
 	Enforced []string
-	// Network is "none" or "host".
+	// Network is "none", "allowlist" or "host".
 	Network string
 	// RunAs is the user tool processes run as.
 	RunAs string
+	// AllowedDomains are, with network "allowlist", the hosts and ports
+	// the session's processes may reach through the egress proxy.
+	AllowedDomains []string
 }
 
 // Accepted acknowledges a ToolUse.

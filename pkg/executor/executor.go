@@ -46,9 +46,21 @@ var (
 )
 
 // EnvFactory builds the tool environment of a new session: its workspace,
-// sandbox runner and scratch directories. workspace is the Open request's
-// value (relative to the root, absolute under it, or empty).
-type EnvFactory func(ctx context.Context, sessionID, workspace string) (*tool.Env, SandboxInfo, error)
+// sandbox runner and scratch directories.
+type EnvFactory func(ctx context.Context, req EnvRequest) (*tool.Env, SandboxInfo, error)
+
+// EnvRequest is what a new session asks of its environment.
+type EnvRequest struct {
+	// SessionID is the session's id.
+	SessionID string
+	// Workspace is the Open request's value (relative to the root,
+	// absolute under it, or empty).
+	Workspace string
+	// Network is the network part of the session's settings
+	// (sandbox.network), which may narrow the executor's egress allowlist
+	// and never widens it.
+	Network settings.Network
+}
 
 // Config configures an Executor.
 type Config struct {
@@ -276,7 +288,7 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 		release()
 		return nil, err
 	}
-	env, sandboxInfo, err := e.cfg.NewEnv(ctx, id, req.Workspace)
+	env, sandboxInfo, err := e.cfg.NewEnv(ctx, EnvRequest{SessionID: id, Workspace: req.Workspace, Network: req.Settings.Sandbox.Network})
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("%w: session %s: %w", ErrSessionSetup, id, err)

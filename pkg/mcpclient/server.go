@@ -264,13 +264,14 @@ func (s *server) startProcess(ctx context.Context, c *connection) (mcp.Transport
 }
 
 // httpTransport returns the transport of an http or sse server. A
-// session's own server is held to loopback when its network is "none".
+// session's own server is held to loopback unless its network is "host"
+// (the executor reaches it, not the session's egress proxy).
 func (s *server) httpTransport() (mcp.Transport, error) {
 	restricted := !s.operator && s.set.opts.Network != sandbox.NetworkHost
 	if restricted {
 		u, _ := url.Parse(s.cfg.URL)
 		if !loopbackHost(u.Hostname()) {
-			return nil, fmt.Errorf("the session's network policy is %q: its own MCP servers may only be reached on loopback (localhost, 127.0.0.0/8, ::1), not %s", sandbox.NetworkNone, u.Hostname())
+			return nil, fmt.Errorf("the session's network policy is %q: its own MCP servers may only be reached on loopback (localhost, 127.0.0.0/8, ::1), not %s", s.set.opts.Network, u.Hostname())
 		}
 	}
 	dialer := &net.Dialer{Timeout: s.set.opts.StartTimeout}

@@ -34,10 +34,10 @@ type Options struct {
 	// Procs starts stdio servers inside the session's sandbox. Without it
 	// stdio servers fail.
 	Procs *sandbox.Runner
-	// Network is the session's network policy (sandbox.NetworkNone or
-	// sandbox.NetworkHost). With "none", the session's own http and sse
-	// servers may only be reached on loopback addresses; the operator's are
-	// not restricted.
+	// Network is the session's network policy (sandbox.NetworkNone,
+	// NetworkAllowlist or NetworkHost). Unless it is "host", the session's
+	// own http and sse servers may only be reached on loopback addresses;
+	// the operator's are not restricted.
 	Network string
 	// StartTimeout bounds each server's start (default 10 s).
 	StartTimeout time.Duration

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/schema"
 )
 
 // ToolResultBlock converts an executor Result into the tool_result block sent
@@ -29,6 +32,23 @@ func ToolResultBlock(r *executorv1.Result) model.Block {
 		isErr = &v
 	}
 	return model.ToolResultBlock(r.GetToolUseId(), content, isErr)
+}
+
+// maxMessageBytes is the largest message an Execute stream carries: the
+// limit toolsvc (rpcserver.MaxMessageBytes) and the dialers of cmd set in
+// both directions.
+const maxMessageBytes = 16 << 20
+
+// unsendable returns the result of a call the stream cannot carry (input
+// that is not UTF-8, or a message past maxMessageBytes), or nil. Sending
+// it would end the stream, and resending it after the resume would end
+// the next one: the call gets its result here instead.
+func unsendable(use *executorv1.ToolUse) *executorv1.Result {
+	size := proto.Size(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_ToolUse{ToolUse: use}})
+	if err := schema.Unsendable(use.GetName(), use.GetInputJson(), size, maxMessageBytes); err != nil {
+		return syntheticResult(use.GetId(), use.GetName(), err.Error(), executorv1.Outcome_OUTCOME_INVALID_INPUT)
+	}
+	return nil
 }
 
 // syntheticResult is the Result the orchestrator writes itself for a call

@@ -182,6 +182,10 @@ func (s *Session) request(ctx context.Context, l *link, tools []model.Tool) (*mo
 			use := &executorv1.ToolUse{Id: b.ID, Name: b.Name, InputJson: ev.RawInput, AssistantMessageId: msgID}
 			cs.add(use, startToolCall(ctx, use))
 			s.publish(Event{Kind: EventToolUse, MessageID: msgID, ToolUse: &ToolUse{ID: b.ID, Name: b.Name, InputJSON: ev.RawInput}})
+			if r := unsendable(use); r != nil {
+				cs.deliver(r, s.publishResult)
+				return
+			}
 			if err := l.submit(use); err != nil {
 				// The stream is broken. The call stays pending: collect
 				// resumes the session and sends it again (the executor

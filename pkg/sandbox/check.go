@@ -30,12 +30,12 @@ func Check(cfg Config) error {
 			if abi > 0 {
 				what = fmt.Sprintf("the kernel offers Landlock ABI %d", abi)
 			}
-			missing = append(missing, settingError(SettingBackend, fmt.Errorf("Landlock ABI %d or later (file rights, device ioctl, signal and abstract socket scoping): %s", minLandlockABI, what)))
+			missing = append(missing, settingError(SettingBackend, fmt.Errorf("a Landlock ABI of %d or later (file rights, device ioctl, signal and abstract socket scoping): %s", minLandlockABI, what)))
 		}
 	}
-	if cfg.Network == NetworkNone {
+	if cfg.Network == NetworkNone || cfg.Network == NetworkAllowlist {
 		if err := probeNetns(); err != nil {
-			missing = append(missing, settingError(SettingNetwork, fmt.Errorf("a private network namespace for network %q: %w", NetworkNone, err)))
+			missing = append(missing, settingError(SettingNetwork, fmt.Errorf("a private network namespace for network %q: %w", cfg.Network, err)))
 		}
 	}
 	if os.Geteuid() == 0 && cfg.RunAsUser != "" {

@@ -31,6 +31,11 @@ const (
 	NetworkNone = "none"
 	// NetworkHost leaves processes in the service's network namespace.
 	NetworkHost = "host"
+	// NetworkAllowlist gives the session a fresh network namespace like
+	// NetworkNone, plus one way out: a socket at 127.0.0.1 inside it that
+	// the service serves with an egress proxy (Runner.EgressListener),
+	// which HTTP_PROXY and HTTPS_PROXY of the processes name.
+	NetworkAllowlist = "allowlist"
 )
 
 // Config is the policy of a Runner.
@@ -68,7 +73,8 @@ type Config struct {
 	DenyPaths []string
 	// Home is HOME of the processes; empty means the temp dir.
 	Home string
-	// Network is NetworkNone (the default when empty) or NetworkHost.
+	// Network is NetworkNone (the default when empty), NetworkAllowlist
+	// or NetworkHost.
 	Network string
 	// RunAsUser is the user processes run as when the service runs as root:
 	// a user name, a uid, or "uid:gid". Empty means the owner of the
@@ -189,9 +195,9 @@ func (c Config) normalize() (Config, error) {
 	switch c.Network {
 	case "":
 		c.Network = NetworkNone
-	case NetworkNone, NetworkHost:
+	case NetworkNone, NetworkAllowlist, NetworkHost:
 	default:
-		return c, settingError(SettingNetwork, fmt.Errorf("sandbox: unknown network mode %q (want %q or %q)", c.Network, NetworkNone, NetworkHost))
+		return c, settingError(SettingNetwork, fmt.Errorf("sandbox: unknown network mode %q (want %q, %q or %q)", c.Network, NetworkNone, NetworkAllowlist, NetworkHost))
 	}
 	for _, p := range slices.Concat(c.ReadOnlyPaths, c.ReadWritePaths, c.DenyPaths) {
 		if !filepath.IsAbs(p) {

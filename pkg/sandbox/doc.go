@@ -14,7 +14,10 @@
 // That thread
 //
 //   - lives in a fresh network namespace with only loopback up (Network
-//     "none"), so children inherit the namespace;
+//     "none"), so children inherit the namespace; with Network
+//     "allowlist" it also makes a listening socket at 127.0.0.1 in that
+//     namespace, which the service serves with its egress proxy
+//     (Runner.EgressListener) and the children's HTTP_PROXY names;
 //   - has no_new_privs set and a Landlock domain applied to itself only
 //     (landlock_restrict_self without TSYNC), so children inherit the domain
 //     while the rest of the service stays unconfined;

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,9 +38,10 @@ type Runner struct {
 	deny      []string // paths kept out of (DenyPaths, and where they lead)
 	enforced  []string
 	pgSeq     atomic.Uint64
-	lease     *UIDLease // the session user's id; nil without one
-	etcDir    string    // the session user's account files
-	tagCalls  bool      // calls are marked with a group of their own
+	lease     *UIDLease    // the session user's id; nil without one
+	etcDir    string       // the session user's account files
+	tagCalls  bool         // calls are marked with a group of their own
+	egress    net.Listener // the egress proxy's socket (network "allowlist"); nil otherwise
 
 	mu     sync.Mutex // guards the fields below
 	procs  map[*Process]struct{}
@@ -116,7 +118,11 @@ func NewRunner(cfg Config, workspace, tempDir string) (_ *Runner, err error) {
 			r.release()
 		}
 	}()
-	setup := spawnSetup{newNet: cfg.Network == NetworkNone, landlock: cfg.Backend == BackendLandlock}
+	setup := spawnSetup{
+		newNet:   cfg.Network == NetworkNone || cfg.Network == NetworkAllowlist,
+		egress:   cfg.Network == NetworkAllowlist,
+		landlock: cfg.Backend == BackendLandlock,
+	}
 	mappedOwner := -1
 	if id.session {
 		if setup.mounts, mappedOwner, err = r.sessionMounts(); err != nil {
@@ -176,6 +182,13 @@ func NewRunner(cfg Config, workspace, tempDir string) (_ *Runner, err error) {
 	setup.dropCaps = os.Geteuid() == 0 && id.uid == 0
 	if r.sp, err = startSpawner(setup); err != nil {
 		return nil, err
+	}
+	if fd := r.sp.egressFD; fd >= 0 {
+		r.sp.egressFD = -1 // egressListener takes it over
+		if r.egress, err = egressListener(fd); err != nil {
+			return nil, err
+		}
+		r.env = mergeEnv(r.env, proxyEnv(r.egress.Addr().(*net.TCPAddr).Port))
 	}
 	r.enforced = r.computeEnforced()
 	ok = true
@@ -297,8 +310,11 @@ func (r *Runner) computeEnforced() []string {
 		e = append(e, "landlock_fs", "landlock_scope")
 	}
 	e = append(e, "no_new_privs")
-	if r.cfg.Network == NetworkNone {
+	switch r.cfg.Network {
+	case NetworkNone:
 		e = append(e, "network_isolation")
+	case NetworkAllowlist:
+		e = append(e, "egress_allowlist")
 	}
 	if r.tagCalls || (r.cg != nil && (r.cg.unified != "" || r.cg.v1Pids != "")) {
 		e = append(e, "process_tree")
@@ -319,7 +335,9 @@ func (r *Runner) computeEnforced() []string {
 
 // Enforced lists the protections in force for this runner's processes, for
 // capability reports: landlock_fs, landlock_scope, no_new_privs,
-// network_isolation, process_tree (whole-tree kill through a per-call
+// network_isolation (network "none") or egress_allowlist (network
+// "allowlist": a namespace of their own whose one way out is the egress
+// proxy's socket), process_tree (whole-tree kill through a per-call
 // cgroup, or for a session user through a per-call group) or
 // process_group (kill through the process group only), resource_limits,
 // unprivileged_user, pid_isolation (a session user of its own, with a
@@ -334,8 +352,15 @@ func (r *Runner) Workspace() string { return r.workspace }
 func (r *Runner) TempDir() string { return r.tempDir }
 
 // Network returns the network mode of the runner's processes:
-// NetworkNone or NetworkHost.
+// NetworkNone, NetworkAllowlist or NetworkHost.
 func (r *Runner) Network() string { return r.cfg.Network }
+
+// EgressListener returns, with network NetworkAllowlist, the listening
+// socket at 127.0.0.1 inside the processes' network namespace that their
+// HTTP_PROXY and HTTPS_PROXY name; nil otherwise. The caller serves it
+// with the egress proxy (pkg/egress) from its own namespace; Close closes
+// it.
+func (r *Runner) EgressListener() net.Listener { return r.egress }
 
 // Home returns HOME of the runner's processes.
 func (r *Runner) Home() string { return lookEnv(r.env, "HOME") }
@@ -558,6 +583,9 @@ const sessionEndTimeout = 10 * time.Second
 func (r *Runner) release() {
 	if r.sp != nil {
 		r.sp.stop()
+		if r.egress != nil {
+			r.egress.Close()
+		}
 	}
 	if r.id.session {
 		r.endSessionUser()

@@ -14,11 +14,17 @@ import (
 type spawner struct {
 	reqs chan *spawnReq
 	done chan struct{}
+	// egressFD is the egress proxy's listening socket, made inside the
+	// thread's network namespace (spawnSetup.egress); -1 without one.
+	egressFD int
 }
 
 // spawnSetup is what the spawner thread applies to itself once.
 type spawnSetup struct {
 	newNet bool
+	// egress makes the egress proxy's listening socket in the new network
+	// namespace.
+	egress bool
 	// mounts, when set, gives the thread a private mount namespace set up
 	// for a session user (see setupMounts).
 	mounts *mountSetup
@@ -69,7 +75,7 @@ type rlimit struct {
 // startSpawner starts the thread and applies setup to it. On error the
 // thread is gone again.
 func startSpawner(setup spawnSetup) (*spawner, error) {
-	s := &spawner{reqs: make(chan *spawnReq), done: make(chan struct{})}
+	s := &spawner{reqs: make(chan *spawnReq), done: make(chan struct{}), egressFD: -1}
 	ready := make(chan error, 1)
 	go s.run(setup, ready)
 	if err := <-ready; err != nil {
@@ -84,10 +90,12 @@ func startSpawner(setup spawnSetup) (*spawner, error) {
 func (s *spawner) run(setup spawnSetup, ready chan<- error) {
 	defer close(s.done)
 	runtime.LockOSThread()
-	if err := setupThread(setup); err != nil {
+	fd, err := setupThread(setup)
+	if err != nil {
 		ready <- err
 		return
 	}
+	s.egressFD = fd
 	ready <- nil
 	for r := range s.reqs {
 		r.proc, r.err = spawnOne(r)
@@ -95,7 +103,16 @@ func (s *spawner) run(setup spawnSetup, ready chan<- error) {
 	}
 }
 
-func setupThread(setup spawnSetup) error {
+// setupThread confines the calling thread; it returns the egress
+// proxy's socket when setup asks for one, else -1.
+func setupThread(setup spawnSetup) (egressFD int, err error) {
+	egressFD = -1
+	defer func() {
+		if err != nil && egressFD >= 0 {
+			unix.Close(egressFD)
+			egressFD = -1
+		}
+	}()
 	var flags int
 	if setup.newNet {
 		flags |= unix.CLONE_NEWNET
@@ -105,26 +122,31 @@ func setupThread(setup spawnSetup) error {
 	}
 	if flags != 0 {
 		if err := unix.Unshare(flags); err != nil {
-			return fmt.Errorf("sandbox: namespaces: %w%s", err, capHint(err, "CAP_SYS_ADMIN"))
+			return egressFD, fmt.Errorf("sandbox: namespaces: %w%s", err, capHint(err, "CAP_SYS_ADMIN"))
 		}
 	}
 	if setup.mounts != nil {
 		if err := setupMounts(setup.mounts); err != nil {
-			return err
+			return -1, err
 		}
 	}
 	if setup.newNet {
 		if err := loopbackUp(); err != nil {
-			return err
+			return -1, err
+		}
+		if setup.egress {
+			if egressFD, err = listenEgress(); err != nil {
+				return -1, err
+			}
 		}
 	}
 	if id := setup.realID; id != nil {
 		// Raw syscalls: the libc-style wrappers would change every thread.
 		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(id.gid), ^uintptr(0), ^uintptr(0)); e != 0 {
-			return fmt.Errorf("sandbox: spawner real gid: %w", e)
+			return egressFD, fmt.Errorf("sandbox: spawner real gid: %w", e)
 		}
 		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(id.uid), ^uintptr(0), ^uintptr(0)); e != 0 {
-			return fmt.Errorf("sandbox: spawner real uid: %w", e)
+			return egressFD, fmt.Errorf("sandbox: spawner real uid: %w", e)
 		}
 	}
 	if setup.dropCaps {
@@ -133,24 +155,24 @@ func setupThread(setup spawnSetup) error {
 				continue
 			}
 			if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-				return fmt.Errorf("sandbox: drop capability %d from the bounding set: %w", c, err)
+				return egressFD, fmt.Errorf("sandbox: drop capability %d from the bounding set: %w", c, err)
 			}
 		}
 	}
 	// no_new_privs holds for the thread and its children even without
 	// Landlock: no setuid binary can regain privileges.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+		return egressFD, fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
 	if setup.landlock {
 		fd, err := buildRuleset(setup.rules)
 		if err != nil {
-			return err
+			return egressFD, err
 		}
 		defer unix.Close(fd)
-		return restrictThread(fd)
+		return egressFD, restrictThread(fd)
 	}
-	return nil
+	return egressFD, nil
 }
 
 // loopbackUp brings up "lo" in the thread's network namespace.

@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -40,14 +41,35 @@ type Issue struct {
 const previewBytes = 200
 
 // parseInput parses the model's input text; blank text stands for {}.
-func parseInput(input string) (*value, error) {
+// Text that is not JSON is a parseError; JSON that two readers could take
+// differently (see strict.go) is an *Error of its own.
+func parseInput(toolName, input string) (*value, error) {
 	if strings.TrimSpace(input) == "" {
 		return &value{kind: kindObject}, nil
 	}
-	if !json.Valid([]byte(input)) {
-		return nil, fmt.Errorf("not valid JSON")
+	if err := InvalidUTF8(toolName, input); err != nil {
+		return nil, err
 	}
-	return parse([]byte(input))
+	if !json.Valid([]byte(input)) {
+		// Nesting past the decoder's own limit makes it invalid too; say
+		// what is wrong with it.
+		if err := scanText(toolName, input); err != nil && err.Issues[0].Code == CodeTooDeep {
+			return nil, err
+		}
+		return nil, parseError(toolName, input)
+	}
+	if err := scanText(toolName, input); err != nil {
+		return nil, err
+	}
+	v, err := parse([]byte(input), true)
+	var dup *duplicateKeyError
+	switch {
+	case errors.As(err, &dup):
+		return nil, duplicateKey(toolName, dup.key, dup.path)
+	case err != nil:
+		return nil, parseError(toolName, input)
+	}
+	return v, nil
 }
 
 // parseError words an input that is not JSON. It quotes the start of the

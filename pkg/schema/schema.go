@@ -45,7 +45,7 @@ var knownTypes = []string{"object", "string", "number", "integer", "boolean", "a
 // as description or format) are ignored; malformed supported keywords are
 // an error.
 func Compile(schema json.RawMessage) (*Schema, error) {
-	v, err := parse(schema)
+	v, err := parse(schema, false)
 	if err != nil {
 		return nil, fmt.Errorf("schema: parse: %w", err)
 	}
@@ -163,15 +163,18 @@ func compileNode(v *value, at string) (*node, error) {
 
 // Validate parses input, the raw text the model produced for a call of
 // toolName, and checks it against the schema. Empty input stands for {}.
+// Input that is not UTF-8, holds half a surrogate pair, names a key twice
+// in one object or nests deeper than MaxDepth is refused before the
+// schema is looked at.
 //
 // On success it returns the input as compact JSON, members in the order
 // written, with numeric strings given for number or integer properties
 // turned into numbers; defaults are not filled in. On failure the error is
 // an *Error whose text is what the model should read.
 func (s *Schema) Validate(toolName, input string) (json.RawMessage, error) {
-	v, perr := parseInput(input)
-	if perr != nil {
-		return nil, parseError(toolName, input)
+	v, err := parseInput(toolName, input)
+	if err != nil {
+		return nil, err
 	}
 	var issues []issue
 	s.root.check(v, nil, &issues)

@@ -47,7 +47,8 @@ func TestValidate(t *testing.T) {
 		{name: "numeric string coerced", tool: "Read", input: `{"file_path":"a","offset":"2"}`, want: `{"file_path":"a","offset":2}`},
 		{name: "negative numeric string coerced", tool: "Bash", input: `{"command":"x","timeout":"-1.5"}`, want: `{"command":"x","timeout":-1.5}`},
 		{name: "html not escaped", tool: "Bash", input: `{"command":"a<b && c>d"}`, want: `{"command":"a<b && c>d"}`},
-		{name: "duplicate key keeps last value", tool: "Bash", input: `{"command":"a","command":"b"}`, want: `{"command":"b"}`},
+		{name: "duplicate key refused", tool: "Bash", input: `{"command":"a","command":"b"}`,
+			err: "InputValidationError: Bash was called with input in which the input object has the key `command` more than once. Which value was meant is ambiguous, so the call was not run; send it again with each key once."},
 		{name: "empty input is {}", tool: "TaskOutput", input: ``, err: "InputValidationError: TaskOutput failed due to the following issue:\nThe required parameter `task_id` is missing"},
 		{name: "blank input is {}", tool: "Bash", input: " \n", err: "InputValidationError: Bash failed due to the following issue:\nThe required parameter `command` is missing"},
 		{
@@ -190,10 +191,6 @@ func TestParseErrorPreview(t *testing.T) {
 		t.Errorf("preview split a character: %q", line)
 	}
 
-	_, err = Validate("Bash", json.RawMessage(schemas["Bash"]), "{\"command\": \"\xff\xfe")
-	if err == nil || !strings.Contains(err.Error(), "\uFFFD") {
-		t.Fatalf("invalid UTF-8 not replaced: %v", err)
-	}
 }
 
 func TestUnknownTool(t *testing.T) {
@@ -302,4 +299,75 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStrictInput: input two readers could take differently is refused
+// before the schema check, with an error naming what is wrong.
+func TestStrictInput(t *testing.T) {
+	open := `{"type":"object"}`
+	nest := func(n int) string { return `{"a":` + strings.Repeat("[", n-1) + strings.Repeat("]", n-1) + `}` }
+	tests := []struct {
+		name, schema, input string
+		code                string // "" for accepted
+		msg                 string // exact message, when given
+	}{
+		{"duplicate key", schemas["Bash"], `{"command": "echo a", "command": "rm x"}`, CodeDuplicateKey,
+			"InputValidationError: Bash was called with input in which the input object has the key `command` more than once. Which value was meant is ambiguous, so the call was not run; send it again with each key once."},
+		{"duplicate key spelt with an escape", schemas["Bash"], `{"command": "echo a", "comm\u0061nd": "rm x"}`, CodeDuplicateKey, ""},
+		{"duplicate key nested", schemas["MultiEdit"], `{"file_path":"f","edits":[{"old_string":"a","new_string":"b"},{"old_string":"a","old_string":"c","new_string":"d"}]}`, CodeDuplicateKey,
+			"InputValidationError: MultiEdit was called with input in which the object at `edits.1` has the key `old_string` more than once. Which value was meant is ambiguous, so the call was not run; send it again with each key once."},
+		{"same key in two objects", schemas["MultiEdit"], `{"file_path":"f","edits":[{"old_string":"a","new_string":"b"},{"old_string":"a","new_string":"b"}]}`, "", ""},
+		{"duplicate key where the schema allows any", open, `{"x":{"y":1,"y":2}}`, CodeDuplicateKey, ""},
+		{"invalid UTF-8", schemas["Bash"], "{\"command\": \"echo \xff\xfe\"}", CodeInvalidUTF8,
+			"InputValidationError: Bash was called with input that is not valid UTF-8 (byte 0xff at offset 18). Tool input must be UTF-8 text; send the call again with the text as UTF-8, and binary data written with a command instead."},
+		{"invalid UTF-8 in unparsable input", schemas["Bash"], "{\"command\": \"\xc3", CodeInvalidUTF8, ""},
+		{"lone high surrogate", schemas["Bash"], `{"command": "echo \ud800"}`, CodeInvalidUTF8,
+			"InputValidationError: Bash was called with input holding the escape \\ud800 at offset 18: half of a UTF-16 surrogate pair without its other half, which is no character. Send the call again without it."},
+		{"lone low surrogate", schemas["Bash"], `{"command": "echo \uDC00x"}`, CodeInvalidUTF8, ""},
+		{"high surrogate before another escape", schemas["Bash"], `{"command": "\ud800\u0041"}`, CodeInvalidUTF8, ""},
+		{"surrogate pair", schemas["Bash"], `{"command": "echo \ud83d\ude00 \u00e9"}`, "", ""},
+		{"escaped backslash before u", schemas["Bash"], `{"command": "echo \\ud800"}`, "", ""},
+		{"surrogate in a key", open, `{"\udfff": 1}`, CodeInvalidUTF8, ""},
+		{"deep but within the limit", open, nest(MaxDepth), "", ""},
+		{"too deep", open, nest(MaxDepth + 1), CodeTooDeep,
+			"InputValidationError: T was called with input nested more than 64 levels deep (objects and arrays within each other), which is refused. Send the call again with flatter input."},
+		{"far too deep", open, `{"a":` + strings.Repeat("[", 1_000_000) + strings.Repeat("]", 1_000_000) + `}`, CodeTooDeep, ""},
+		{"brackets in strings do not count", open, `{"a":"` + strings.Repeat("[{", 100) + `"}`, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tool := "T"
+			for name, s := range schemas {
+				if s == tt.schema {
+					tool = name
+				}
+			}
+			_, err := Validate(tool, json.RawMessage(tt.schema), tt.input)
+			if tt.code == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var verr *Error
+			if !errors.As(err, &verr) {
+				t.Fatalf("got %v, want an *Error", err)
+			}
+			if len(verr.Issues) != 1 || verr.Issues[0].Code != tt.code {
+				t.Errorf("issues %+v, want one %s", verr.Issues, tt.code)
+			}
+			if tt.msg != "" && err.Error() != tt.msg {
+				t.Errorf("message\ngot:  %q\nwant: %q", err.Error(), tt.msg)
+			}
+		})
+	}
+}
+
+// TestSchemaDuplicateKeys: a schema (which the model did not write) may
+// repeat a key; the last one counts, as before.
+func TestSchemaDuplicateKeys(t *testing.T) {
+	s := `{"type":"object","properties":{"a":{"type":"string"}},"properties":{"b":{"type":"string"}},"additionalProperties":false}`
+	if _, err := Validate("T", json.RawMessage(s), `{"b":"x"}`); err != nil {
+		t.Fatal(err)
+	}
 }

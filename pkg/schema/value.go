@@ -65,12 +65,24 @@ func (v *value) get(key string) (*value, bool) {
 	return nil, false
 }
 
-// parse decodes one JSON text. Like JSON.parse, a repeated key keeps its
-// first position and its last value.
-func parse(data []byte) (*value, error) {
+// duplicateKeyError: an object names key twice.
+type duplicateKeyError struct {
+	key  string
+	path []any // the object's
+}
+
+func (e *duplicateKeyError) Error() string { return "duplicate key " + e.key }
+
+// parse decodes one JSON text. With strict, an object that names a key
+// twice is a *duplicateKeyError (JSON.parse would keep the last value,
+// other readers the first); without, the key keeps its first position and
+// its last value, as JSON.parse does (for schemas, which the model did not
+// write).
+func parse(data []byte, strict bool) (*value, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := parseValue(dec)
+	p := parser{dec: dec, strict: strict}
+	v, err := p.value(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +92,14 @@ func parse(data []byte) (*value, error) {
 	return v, nil
 }
 
-func parseValue(dec *json.Decoder) (*value, error) {
+// parser reads values from a decoder.
+type parser struct {
+	dec    *json.Decoder
+	strict bool
+}
+
+func (p *parser) value(path []any) (*value, error) {
+	dec := p.dec
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
@@ -99,7 +118,7 @@ func parseValue(dec *json.Decoder) (*value, error) {
 		case '[':
 			v := &value{kind: kindArray}
 			for dec.More() {
-				item, err := parseValue(dec)
+				item, err := p.value(appendPath(path, len(v.items)))
 				if err != nil {
 					return nil, err
 				}
@@ -121,11 +140,15 @@ func parseValue(dec *json.Decoder) (*value, error) {
 				if !ok {
 					return nil, fmt.Errorf("object key is %v, not a string", kt)
 				}
-				item, err := parseValue(dec)
+				i, dup := index[key]
+				if dup && p.strict {
+					return nil, &duplicateKeyError{key: key, path: path}
+				}
+				item, err := p.value(appendPath(path, key))
 				if err != nil {
 					return nil, err
 				}
-				if i, dup := index[key]; dup {
+				if dup {
 					v.members[i].val = item
 					continue
 				}

@@ -1,6 +1,6 @@
 // Package settings reads the parts of a Claude Code settings.json file that
 // toolwire uses: permission rules and mode, the PreToolUse and PostToolUse
-// hooks, and the file system lists of the sandbox.
+// hooks, and the file system and network lists of the sandbox.
 //
 //	{
 //	  "permissions": {
@@ -20,6 +20,9 @@
 //	    "filesystem": {
 //	      "allowWrite": ["~/.cache/my-tool"],
 //	      "denyRead":   ["~/.config/my-cloud/**"]
+//	    },
+//	    "network": {
+//	      "allowedDomains": ["*.npmjs.org", "pypi.org:443"]
 //	    }
 //	  }
 //	}

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/toolwire/toolwire/pkg/egress"
 	"github.com/toolwire/toolwire/pkg/hook"
 
 	"github.com/toolwire/toolwire/pkg/permission"
@@ -29,11 +30,14 @@ type Settings struct {
 }
 
 // Sandbox is the part of Claude Code's "sandbox" object that toolwire's
-// sandbox honours: the lists of "sandbox.filesystem". Paths are kept as
-// written ("//abs", "/abs", "~/in/home", "relative"); Resolve makes them
-// absolute. The executor's configuration applies them (pkg/execsvc);
-// they concern the executor that runs in-process, or the one whose own
-// settings file holds them, never a session's settings on the wire.
+// sandbox honours: the lists of "sandbox.filesystem" and of
+// "sandbox.network". Paths are kept as written ("//abs", "/abs",
+// "~/in/home", "relative"); Resolve makes them absolute. The executor's
+// configuration applies the file system lists (pkg/execsvc); they concern
+// the executor that runs in-process, or the one whose own settings file
+// holds them, never a session's settings on the wire. The network lists
+// are the operator's allowlist in the executor's own settings, and travel
+// with a session's settings too, where they narrow it.
 type Sandbox struct {
 	// AllowWrite are further paths processes may write (each with what
 	// lies beneath), besides the workspace, the temp dir, --add-dir
@@ -51,6 +55,32 @@ type Sandbox struct {
 	// names a path at or beneath one of them is dropped. Processes may
 	// read them too (which matters outside the development profile).
 	AllowRead []string
+	// Network is "sandbox.network".
+	Network Network
+}
+
+// Network is "sandbox.network": the hosts processes may reach through the
+// egress proxy of an executor whose network is "allowlist" (see
+// pkg/egress for the entries' form: "example.com", "*.example.com",
+// "*", each optionally ":PORT").
+type Network struct {
+	// AllowedDomains is "allowedDomains". Nil means the key is absent:
+	// in a session's settings, the executor's allowlist applies as it is;
+	// empty (the key with no entries) means no host.
+	AllowedDomains []string
+	// DeniedDomains is "deniedDomains": never reached, whatever allows
+	// them.
+	DeniedDomains []string
+}
+
+// Merge returns n with the lists of o appended; AllowedDomains stays nil
+// only when both are.
+func (n Network) Merge(o Network) Network {
+	out := Network{DeniedDomains: slices.Concat(n.DeniedDomains, o.DeniedDomains)}
+	if n.AllowedDomains != nil || o.AllowedDomains != nil {
+		out.AllowedDomains = append(append([]string{}, n.AllowedDomains...), o.AllowedDomains...)
+	}
+	return out
 }
 
 // Merge returns s with the lists of o appended, as Claude Code merges the
@@ -61,6 +91,7 @@ func (s Sandbox) Merge(o Sandbox) Sandbox {
 		DenyWrite:  slices.Concat(s.DenyWrite, o.DenyWrite),
 		DenyRead:   slices.Concat(s.DenyRead, o.DenyRead),
 		AllowRead:  slices.Concat(s.AllowRead, o.AllowRead),
+		Network:    s.Network.Merge(o.Network),
 	}
 }
 
@@ -76,7 +107,7 @@ func (s Sandbox) Resolve(home, base string) Sandbox {
 		}
 		return out
 	}
-	return Sandbox{AllowWrite: conv(s.AllowWrite), DenyWrite: conv(s.DenyWrite), DenyRead: conv(s.DenyRead), AllowRead: conv(s.AllowRead)}
+	return Sandbox{AllowWrite: conv(s.AllowWrite), DenyWrite: conv(s.DenyWrite), DenyRead: conv(s.DenyRead), AllowRead: conv(s.AllowRead), Network: s.Network}
 }
 
 func resolvePath(p, home, base string) string {
@@ -203,8 +234,8 @@ type fileSettings struct {
 		PreToolUse  []fileMatcher `json:"PreToolUse"`
 		PostToolUse []fileMatcher `json:"PostToolUse"`
 	} `json:"hooks"`
-	// Other keys of "sandbox" (enabled, network, excludedCommands, ...)
-	// are not read.
+	// Other keys of "sandbox" (enabled, excludedCommands, the other keys
+	// of network, ...) are not read.
 	Sandbox struct {
 		Filesystem struct {
 			AllowWrite []string `json:"allowWrite"`
@@ -212,6 +243,10 @@ type fileSettings struct {
 			DenyRead   []string `json:"denyRead"`
 			AllowRead  []string `json:"allowRead"`
 		} `json:"filesystem"`
+		Network struct {
+			AllowedDomains *[]string `json:"allowedDomains"`
+			DeniedDomains  []string  `json:"deniedDomains"`
+		} `json:"network"`
 	} `json:"sandbox"`
 }
 
@@ -256,6 +291,12 @@ func ParseSettings(data []byte) (Settings, error) {
 	}
 	fsys := f.Sandbox.Filesystem
 	s.Sandbox = Sandbox{AllowWrite: fsys.AllowWrite, DenyWrite: fsys.DenyWrite, DenyRead: fsys.DenyRead, AllowRead: fsys.AllowRead}
+	if net := f.Sandbox.Network; net.AllowedDomains != nil || net.DeniedDomains != nil {
+		s.Sandbox.Network.DeniedDomains = net.DeniedDomains
+		if net.AllowedDomains != nil {
+			s.Sandbox.Network.AllowedDomains = append([]string{}, *net.AllowedDomains...)
+		}
+	}
 	for _, ev := range Events {
 		matchers := f.Hooks.PreToolUse
 		if ev == PostToolUse {
@@ -377,6 +418,17 @@ func (s Settings) problems() []problem {
 		for i, p := range l.paths {
 			if strings.TrimSpace(p) == "" {
 				out = append(out, problem{path: []any{"sandbox", "filesystem", l.key, i}, err: errors.New("empty path")})
+			}
+		}
+	}
+	domains := []struct {
+		key     string
+		entries []string
+	}{{"allowedDomains", s.Sandbox.Network.AllowedDomains}, {"deniedDomains", s.Sandbox.Network.DeniedDomains}}
+	for _, l := range domains {
+		for i, e := range l.entries {
+			if _, err := egress.ParseRule(e); err != nil {
+				out = append(out, problem{path: []any{"sandbox", "network", l.key, i}, err: err})
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/egress"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/workspace"
 )
@@ -74,6 +75,10 @@ type Env struct {
 	AddDirs []string
 	// Procs starts confined processes for the session.
 	Procs *sandbox.Runner
+	// Egress is the session's egress proxy when its network is
+	// "allowlist" (the only way its processes reach the network); nil
+	// otherwise.
+	Egress *egress.Proxy
 	// TempDir is the session's private scratch directory (also TMPDIR of
 	// its processes).
 	TempDir string

@@ -25,8 +25,10 @@ var events = map[settings.Event]executorv1.HookEvent{
 	settings.PostToolUse: executorv1.HookEvent_HOOK_EVENT_POST_TOOL_USE,
 }
 
-// ToProto converts s for the wire. DisableBypass is the operator's and does
-// not travel; s should be valid (see settings.Settings.Validate).
+// ToProto converts s for the wire. DisableBypass and the file system
+// lists of the sandbox are the operator's and do not travel; the network
+// lists do, to narrow the executor's allowlist. s should be valid (see
+// settings.Settings.Validate).
 func ToProto(s settings.Settings) *executorv1.Settings {
 	out := &executorv1.Settings{
 		Allow: append([]string(nil), s.Permissions.Allow...),
@@ -45,6 +47,12 @@ func ToProto(s settings.Settings) *executorv1.Settings {
 				h.Commands = append(h.Commands, hc)
 			}
 			out.Hooks = append(out.Hooks, h)
+		}
+	}
+	if n := s.Sandbox.Network; n.AllowedDomains != nil || len(n.DeniedDomains) > 0 {
+		out.Network = &executorv1.NetworkSettings{DeniedDomains: append([]string(nil), n.DeniedDomains...)}
+		if n.AllowedDomains != nil {
+			out.Network.AllowedDomains = &executorv1.DomainList{Domains: append([]string(nil), n.AllowedDomains...)}
 		}
 	}
 	return out
@@ -94,6 +102,12 @@ func FromProto(p *executorv1.Settings) (settings.Settings, error) {
 			s.Hooks = make(map[settings.Event][]settings.HookMatcher)
 		}
 		s.Hooks[ev] = append(s.Hooks[ev], m)
+	}
+	if n := p.GetNetwork(); n != nil {
+		s.Sandbox.Network.DeniedDomains = append([]string(nil), n.GetDeniedDomains()...)
+		if l := n.GetAllowedDomains(); l != nil {
+			s.Sandbox.Network.AllowedDomains = append([]string{}, l.GetDomains()...)
+		}
 	}
 	if err := s.Validate(); err != nil {
 		return settings.Settings{}, err

@@ -72,6 +72,7 @@ func TestFromProtoRejects(t *testing.T) {
 		"no command":  {Hooks: []*executorv1.Hook{{Event: executorv1.HookEvent_HOOK_EVENT_PRE_TOOL_USE}}},
 		"bad timeout": {Hooks: []*executorv1.Hook{{Event: executorv1.HookEvent_HOOK_EVENT_PRE_TOOL_USE,
 			Commands: []*executorv1.HookCommand{{Command: "x", Timeout: &durationpb.Duration{Seconds: -1}}}}}},
+		"bad domain": {Network: &executorv1.NetworkSettings{AllowedDomains: &executorv1.DomainList{Domains: []string{"a b"}}}},
 	}
 	for name, p := range tests {
 		if _, err := FromProto(p); err == nil || !strings.HasPrefix(err.Error(), "settings") {
@@ -80,5 +81,33 @@ func TestFromProtoRejects(t *testing.T) {
 	}
 	if s, err := FromProto(nil); err != nil || s.Hooks != nil {
 		t.Errorf("nil: %+v, %v", s, err)
+	}
+}
+
+// TestNetwork: the network lists travel, and an empty allowed list stays
+// apart from an absent one; the file system lists stay home.
+func TestNetwork(t *testing.T) {
+	cases := []settings.Network{
+		{},
+		{AllowedDomains: []string{}},
+		{AllowedDomains: []string{"*.npmjs.org", "pypi.org:443"}, DeniedDomains: []string{"evil.example"}},
+		{DeniedDomains: []string{"evil.example"}},
+	}
+	for _, n := range cases {
+		p := ToProto(settings.Settings{Sandbox: settings.Sandbox{Network: n, AllowWrite: []string{"/tmp/x"}}})
+		back, err := FromProto(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := back.Sandbox.Network
+		if !reflect.DeepEqual(got, n) && !(len(got.DeniedDomains) == 0 && len(n.DeniedDomains) == 0 && reflect.DeepEqual(got.AllowedDomains, n.AllowedDomains)) {
+			t.Errorf("%#v came back as %#v", n, got)
+		}
+		if (got.AllowedDomains == nil) != (n.AllowedDomains == nil) {
+			t.Errorf("%#v: absent and empty allowed lists mixed up: %#v", n, got)
+		}
+		if back.Sandbox.AllowWrite != nil {
+			t.Errorf("file system lists travelled: %v", back.Sandbox.AllowWrite)
+		}
 	}
 }

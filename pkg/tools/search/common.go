@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/workspace"
@@ -82,13 +84,43 @@ func failed(err error) *tool.Result {
 	return tool.Error(err.Error())
 }
 
-// display returns abs relative to cwd when it lies below it, else abs.
+// display returns abs relative to cwd when it lies below it, else abs, as
+// quoteName shows it.
 func display(abs, cwd string) string {
 	if rel, ok := strings.CutPrefix(abs, strings.TrimSuffix(cwd, "/")+"/"); ok {
-		return rel
+		return quoteName(rel)
 	}
-	return abs
+	return quoteName(abs)
 }
+
+// quoteName returns a path as Glob and Grep show it, one to a line: as it
+// is, unless it could pass for something else. A path with a control
+// character (a newline would fake a second entry), a byte that is not
+// UTF-8, a Unicode line or paragraph separator, or a leading double quote
+// is shown as a double-quoted string with Go's backslash escapes (\n,
+// \t, \", \\, \xff, \u2028). A path shown as it is never starts with
+// a double quote and a quoted one always does, so no two paths look alike.
+func quoteName(p string) string {
+	if !needsQuotes(p) {
+		return p
+	}
+	return strconv.Quote(p)
+}
+
+func needsQuotes(p string) bool {
+	if strings.HasPrefix(p, `"`) || !utf8.ValidString(p) {
+		return true
+	}
+	for _, r := range p {
+		if r < 0x20 || r >= 0x7f && r <= 0x9f || r == '\u2028' || r == '\u2029' {
+			return true
+		}
+	}
+	return false
+}
+
+// quotingNote is the sentence tool descriptions use to say so.
+const quotingNote = `A path that holds a control character (such as a newline), a byte that is not UTF-8, or starts with a double quote is shown as a double-quoted string with backslash escapes (\n, \t, \", \\, \xff), so that each line is one path; other paths are shown as they are.`
 
 // pageOf applies offset and head_limit to entries. limit 0 means no limit.
 // It returns the page and whether anything was left out.

@@ -373,13 +373,9 @@ func (s *results) counts(out []byte, offset, limit int) string {
 	}
 	var counts []count
 	total := 0
-	for line := range strings.SplitSeq(string(out), "\n") {
-		printed, num, ok := strings.Cut(line, "\x00")
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(num)
-		name := s.name(printed)
+	for _, rec := range rgRecords(string(out), s.real) {
+		n, err := strconv.Atoi(rec.rest)
+		name := s.name(rec.path)
 		if err != nil || name == "" {
 			continue
 		}
@@ -428,15 +424,13 @@ func (s *results) groupByFile(text string, numbers, context bool) []string {
 	blocks := make(map[string][]string)
 	var order []string
 	current, pendingSep := "", false
-	for l := range strings.SplitSeq(text, "\n") {
-		printed, rest, ok := strings.Cut(l, "\x00")
-		if !ok {
-			if l == "--" {
-				pendingSep = true
-			}
+	for _, rec := range rgRecords(text+"\n", s.real) {
+		if rec.sep {
+			pendingSep = true
 			continue
 		}
-		name := s.name(printed)
+		rest := rec.rest
+		name := s.name(rec.path)
 		if name == "" {
 			continue
 		}
@@ -457,6 +451,54 @@ func (s *results) groupByFile(text string, numbers, context bool) []string {
 		lines = append(lines, blocks[name]...)
 	}
 	return lines
+}
+
+// rgRecord is one line of ripgrep's --null output: a path and the rest of
+// its line, or a "--" line between groups of context.
+type rgRecord struct {
+	path, rest string
+	sep        bool
+}
+
+// rgRecords splits ripgrep's --null output into records. A path ends at
+// its NUL and may hold newlines, so lines cannot be split at newlines
+// first: each record is read as a path up to its NUL, then the rest up to
+// the newline. Every path starts with root, the absolute path ripgrep
+// searched; text before it that is not a path (a match that spans lines)
+// belongs to the record before. A record cut off at the end (output past
+// its cap) is dropped.
+func rgRecords(out, root string) []rgRecord {
+	var recs []rgRecord
+	for len(out) > 0 {
+		if strings.HasPrefix(out, "--\n") {
+			recs = append(recs, rgRecord{sep: true})
+			out = out[3:]
+			continue
+		}
+		nul := strings.IndexByte(out, 0)
+		if nul < 0 {
+			break
+		}
+		chunk := out[:nul]
+		if !strings.HasPrefix(chunk, root) {
+			i := strings.Index(chunk, "\n"+root)
+			if i < 0 {
+				break
+			}
+			if n := len(recs); n > 0 && !recs[n-1].sep {
+				recs[n-1].rest += "\n" + chunk[:i]
+			}
+			chunk = chunk[i+1:]
+		}
+		rest := out[nul+1:]
+		nl := strings.IndexByte(rest, '\n')
+		if nl < 0 {
+			break
+		}
+		recs = append(recs, rgRecord{path: chunk, rest: rest[:nl]})
+		out = rest[nl+1:]
+	}
+	return recs
 }
 
 // formatLine turns ripgrep's "N:text" or "N-text" into the shown line:

@@ -42,7 +42,8 @@ const globDescription = `Finds files by name with a glob pattern, fast in any si
 - Patterns use "*" within a directory, "**" across directories, "?", "[abc]" and "{a,b}"; for example "**/*.go" or "src/**/*_test.{ts,tsx}".
 - Returns matching file paths, relative to the working directory when they lie below it, most recently modified first, at most 100 of them.
 - Names starting with a dot are matched only by pattern parts that start with a dot too, so "**" does not descend into .git and the like.
-- Use it to locate files by name; use Grep to search inside files. For open-ended exploration that needs several rounds of searching, plan the searches and run independent ones in parallel.`
+- Use it to locate files by name; use Grep to search inside files. For open-ended exploration that needs several rounds of searching, plan the searches and run independent ones in parallel.
+- ` + quotingNote
 
 const grepDescription = `Searches file contents with regular expressions, using ripgrep.
 
@@ -52,4 +53,5 @@ const grepDescription = `Searches file contents with regular expressions, using 
 - output_mode: "files_with_matches" (default) lists matching files, "content" shows the matching lines (with -A/-B/-C context and line numbers), "count" gives matching lines per file.
 - Results are limited to 250 lines or entries unless head_limit says otherwise; use offset to page.
 - Patterns match within a single line unless multiline is true.
-- Hidden files are searched; .git and files ignored by .gitignore are not.`
+- Hidden files are searched; .git and files ignored by .gitignore are not.
+- ` + quotingNote

@@ -233,7 +233,7 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 		txt, res.Truncation = successText(snap, limits.MaxOutputChars, outPath)
 	}
 	if res.IsError {
-		txt = withNetworkNote(env, txt, snap)
+		txt = withNetworkNote(env, txt, snap, start)
 	}
 	if note != "" {
 		if strings.HasPrefix(txt, "(Bash completed") {

@@ -458,6 +458,12 @@ const (
 	// Each call has its own process group, killed whole (the weaker fallback
 	// of PROTECTION_PROCESS_TREE where no cgroup is available).
 	Protection_PROTECTION_PROCESS_GROUP Protection = 11
+	// Processes have a network of their own whose only way out is the
+	// executor's egress proxy, which lets through the hosts of
+	// SandboxInfo.allowed_domains and refuses loopback, private and
+	// link-local addresses unless the operator allowed them (network
+	// "allowlist").
+	Protection_PROTECTION_EGRESS_ALLOWLIST Protection = 12
 )
 
 // Enum value maps for Protection.
@@ -475,6 +481,7 @@ var (
 		9:  "PROTECTION_NO_NEW_PRIVS",
 		10: "PROTECTION_LANDLOCK_SCOPE",
 		11: "PROTECTION_PROCESS_GROUP",
+		12: "PROTECTION_EGRESS_ALLOWLIST",
 	}
 	Protection_value = map[string]int32{
 		"PROTECTION_UNSPECIFIED":       0,
@@ -489,6 +496,7 @@ var (
 		"PROTECTION_NO_NEW_PRIVS":      9,
 		"PROTECTION_LANDLOCK_SCOPE":    10,
 		"PROTECTION_PROCESS_GROUP":     11,
+		"PROTECTION_EGRESS_ALLOWLIST":  12,
 	}
 )
 
@@ -991,8 +999,9 @@ type McpServerConfig struct {
 	Args []string `protobuf:"bytes,3,rep,name=args,proto3" json:"args,omitempty"`
 	// Variables set for it on top of the sandbox's clean environment.
 	Env map[string]string `protobuf:"bytes,4,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// Endpoint of an http or sse server. With the session's network policy
-	// "none", only loopback addresses are allowed.
+	// Endpoint of an http or sse server. Unless the session's network policy
+	// is "host", only loopback addresses are allowed (the executor reaches
+	// it, not the session's egress proxy).
 	Url string `protobuf:"bytes,5,opt,name=url,proto3" json:"url,omitempty"`
 	// Headers sent with every request to an http or sse server.
 	Headers       map[string]string `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -1170,7 +1179,10 @@ type Settings struct {
 	// What happens to calls no rule matches.
 	Mode PermissionMode `protobuf:"varint,4,opt,name=mode,proto3,enum=toolwire.executor.v1.PermissionMode" json:"mode,omitempty"`
 	// Hooks run before and after tool calls.
-	Hooks         []*Hook `protobuf:"bytes,5,rep,name=hooks,proto3" json:"hooks,omitempty"`
+	Hooks []*Hook `protobuf:"bytes,5,rep,name=hooks,proto3" json:"hooks,omitempty"`
+	// The network part of Claude Code's "sandbox" settings. It narrows what
+	// the executor's own policy lets the session reach and never widens it.
+	Network       *NetworkSettings `protobuf:"bytes,6,opt,name=network,proto3" json:"network,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1240,6 +1252,123 @@ func (x *Settings) GetHooks() []*Hook {
 	return nil
 }
 
+func (x *Settings) GetNetwork() *NetworkSettings {
+	if x != nil {
+		return x.Network
+	}
+	return nil
+}
+
+// NetworkSettings is Claude Code's "sandbox.network" for one session. It
+// matters on an executor whose network is "allowlist" (Hello's
+// sandbox.network): there the session reaches only hosts that both the
+// executor's allowlist and these settings allow. With "none" the session
+// has no network whatever these say; with "host" they are not enforced
+// (Hello says which applies).
+type NetworkSettings struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When set, the only hosts the session may reach, within the executor's
+	// allowlist: "example.com", "*.example.com" (subdomains), "*", each
+	// optionally with ":PORT" for one port. Set and empty: no host. Unset:
+	// the executor's allowlist as it is.
+	AllowedDomains *DomainList `protobuf:"bytes,1,opt,name=allowed_domains,json=allowedDomains,proto3" json:"allowed_domains,omitempty"`
+	// Hosts the session never reaches, in the same form; they add to the
+	// executor's own.
+	DeniedDomains []string `protobuf:"bytes,2,rep,name=denied_domains,json=deniedDomains,proto3" json:"denied_domains,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetworkSettings) Reset() {
+	*x = NetworkSettings{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkSettings) ProtoMessage() {}
+
+func (x *NetworkSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkSettings.ProtoReflect.Descriptor instead.
+func (*NetworkSettings) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *NetworkSettings) GetAllowedDomains() *DomainList {
+	if x != nil {
+		return x.AllowedDomains
+	}
+	return nil
+}
+
+func (x *NetworkSettings) GetDeniedDomains() []string {
+	if x != nil {
+		return x.DeniedDomains
+	}
+	return nil
+}
+
+// DomainList is a list of domain entries whose presence matters.
+type DomainList struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The entries.
+	Domains       []string `protobuf:"bytes,1,rep,name=domains,proto3" json:"domains,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DomainList) Reset() {
+	*x = DomainList{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DomainList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DomainList) ProtoMessage() {}
+
+func (x *DomainList) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DomainList.ProtoReflect.Descriptor instead.
+func (*DomainList) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DomainList) GetDomains() []string {
+	if x != nil {
+		return x.Domains
+	}
+	return nil
+}
+
 // Hook is one matcher entry of a hooks event.
 type Hook struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1256,7 +1385,7 @@ type Hook struct {
 
 func (x *Hook) Reset() {
 	*x = Hook{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1397,7 @@ func (x *Hook) String() string {
 func (*Hook) ProtoMessage() {}
 
 func (x *Hook) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[6]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1281,7 +1410,7 @@ func (x *Hook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hook.ProtoReflect.Descriptor instead.
 func (*Hook) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Hook) GetEvent() HookEvent {
@@ -1319,7 +1448,7 @@ type HookCommand struct {
 
 func (x *HookCommand) Reset() {
 	*x = HookCommand{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1460,7 @@ func (x *HookCommand) String() string {
 func (*HookCommand) ProtoMessage() {}
 
 func (x *HookCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[7]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1473,7 @@ func (x *HookCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookCommand.ProtoReflect.Descriptor instead.
 func (*HookCommand) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *HookCommand) GetCommand() string {
@@ -1377,7 +1506,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1518,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[8]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1531,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Resume) GetSessionId() string {
@@ -1446,7 +1575,7 @@ type ToolUse struct {
 
 func (x *ToolUse) Reset() {
 	*x = ToolUse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +1587,7 @@ func (x *ToolUse) String() string {
 func (*ToolUse) ProtoMessage() {}
 
 func (x *ToolUse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[9]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +1600,7 @@ func (x *ToolUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolUse.ProtoReflect.Descriptor instead.
 func (*ToolUse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolUse) GetId() string {
@@ -1546,7 +1675,7 @@ type Abort struct {
 
 func (x *Abort) Reset() {
 	*x = Abort{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1687,7 @@ func (x *Abort) String() string {
 func (*Abort) ProtoMessage() {}
 
 func (x *Abort) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[10]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1700,7 @@ func (x *Abort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Abort.ProtoReflect.Descriptor instead.
 func (*Abort) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{10}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Abort) GetTarget() isAbort_Target {
@@ -1662,7 +1791,7 @@ type PermissionDecision struct {
 
 func (x *PermissionDecision) Reset() {
 	*x = PermissionDecision{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1674,7 +1803,7 @@ func (x *PermissionDecision) String() string {
 func (*PermissionDecision) ProtoMessage() {}
 
 func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[11]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1687,7 +1816,7 @@ func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionDecision.ProtoReflect.Descriptor instead.
 func (*PermissionDecision) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{11}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PermissionDecision) GetToolUseId() string {
@@ -1739,7 +1868,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +1880,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[12]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +1893,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{12}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExecuteResponse) GetSequence() uint64 {
@@ -1974,7 +2103,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2115,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2128,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{13}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Hello) GetSessionId() string {
@@ -2112,7 +2241,7 @@ type McpServerStatus struct {
 
 func (x *McpServerStatus) Reset() {
 	*x = McpServerStatus{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2124,7 +2253,7 @@ func (x *McpServerStatus) String() string {
 func (*McpServerStatus) ProtoMessage() {}
 
 func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2137,7 +2266,7 @@ func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerStatus.ProtoReflect.Descriptor instead.
 func (*McpServerStatus) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{14}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *McpServerStatus) GetName() string {
@@ -2211,7 +2340,7 @@ type McpToolsChanged struct {
 
 func (x *McpToolsChanged) Reset() {
 	*x = McpToolsChanged{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2223,7 +2352,7 @@ func (x *McpToolsChanged) String() string {
 func (*McpToolsChanged) ProtoMessage() {}
 
 func (x *McpToolsChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2236,7 +2365,7 @@ func (x *McpToolsChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolsChanged.ProtoReflect.Descriptor instead.
 func (*McpToolsChanged) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{15}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *McpToolsChanged) GetServers() []*McpServerStatus {
@@ -2260,17 +2389,23 @@ type SandboxInfo struct {
 	Backend string `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
 	// Each protection actually in force.
 	Enforced []Protection `protobuf:"varint,2,rep,packed,name=enforced,proto3,enum=toolwire.executor.v1.Protection" json:"enforced,omitempty"`
-	// Network policy of the session's processes: "none" or "host".
+	// Network policy of the session's processes: "none" (loopback only),
+	// "allowlist" (only the hosts of allowed_domains, through the executor's
+	// egress proxy) or "host".
 	Network string `protobuf:"bytes,3,opt,name=network,proto3" json:"network,omitempty"`
 	// Unix user tool processes run as.
-	RunAsUser     string `protobuf:"bytes,4,opt,name=run_as_user,json=runAsUser,proto3" json:"run_as_user,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RunAsUser string `protobuf:"bytes,4,opt,name=run_as_user,json=runAsUser,proto3" json:"run_as_user,omitempty"`
+	// With network "allowlist": the hosts and ports the session's processes
+	// may reach, the executor's allowlist narrowed by the session's
+	// settings. Empty with "allowlist" means no host at all.
+	AllowedDomains []string `protobuf:"bytes,5,rep,name=allowed_domains,json=allowedDomains,proto3" json:"allowed_domains,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SandboxInfo) Reset() {
 	*x = SandboxInfo{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2282,7 +2417,7 @@ func (x *SandboxInfo) String() string {
 func (*SandboxInfo) ProtoMessage() {}
 
 func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2295,7 +2430,7 @@ func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxInfo.ProtoReflect.Descriptor instead.
 func (*SandboxInfo) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{16}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SandboxInfo) GetBackend() string {
@@ -2326,6 +2461,13 @@ func (x *SandboxInfo) GetRunAsUser() string {
 	return ""
 }
 
+func (x *SandboxInfo) GetAllowedDomains() []string {
+	if x != nil {
+		return x.AllowedDomains
+	}
+	return nil
+}
+
 // Limits are the caps applied to calls.
 type Limits struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2345,7 +2487,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2357,7 +2499,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2370,7 +2512,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{17}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Limits) GetDefaultTimeout() *durationpb.Duration {
@@ -2426,7 +2568,7 @@ type Accepted struct {
 
 func (x *Accepted) Reset() {
 	*x = Accepted{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +2580,7 @@ func (x *Accepted) String() string {
 func (*Accepted) ProtoMessage() {}
 
 func (x *Accepted) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +2593,7 @@ func (x *Accepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Accepted.ProtoReflect.Descriptor instead.
 func (*Accepted) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{18}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Accepted) GetToolUseId() string {
@@ -2488,7 +2630,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2642,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2655,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{19}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Started) GetToolUseId() string {
@@ -2553,7 +2695,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2565,7 +2707,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2578,7 +2720,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{20}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Progress) GetToolUseId() string {
@@ -2645,7 +2787,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2657,7 +2799,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2670,7 +2812,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{21}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PermissionRequest) GetToolUseId() string {
@@ -2738,7 +2880,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2750,7 +2892,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2763,7 +2905,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{22}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Result) GetToolUseId() string {
@@ -2853,7 +2995,7 @@ type ContentBlock struct {
 
 func (x *ContentBlock) Reset() {
 	*x = ContentBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2865,7 +3007,7 @@ func (x *ContentBlock) String() string {
 func (*ContentBlock) ProtoMessage() {}
 
 func (x *ContentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2878,7 +3020,7 @@ func (x *ContentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentBlock.ProtoReflect.Descriptor instead.
 func (*ContentBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{23}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ContentBlock) GetBlock() isContentBlock_Block {
@@ -2952,7 +3094,7 @@ type TextBlock struct {
 
 func (x *TextBlock) Reset() {
 	*x = TextBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2964,7 +3106,7 @@ func (x *TextBlock) String() string {
 func (*TextBlock) ProtoMessage() {}
 
 func (x *TextBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2977,7 +3119,7 @@ func (x *TextBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextBlock.ProtoReflect.Descriptor instead.
 func (*TextBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{24}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TextBlock) GetText() string {
@@ -3000,7 +3142,7 @@ type ImageBlock struct {
 
 func (x *ImageBlock) Reset() {
 	*x = ImageBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3012,7 +3154,7 @@ func (x *ImageBlock) String() string {
 func (*ImageBlock) ProtoMessage() {}
 
 func (x *ImageBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3025,7 +3167,7 @@ func (x *ImageBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageBlock.ProtoReflect.Descriptor instead.
 func (*ImageBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{25}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ImageBlock) GetMediaType() string {
@@ -3055,7 +3197,7 @@ type DocumentBlock struct {
 
 func (x *DocumentBlock) Reset() {
 	*x = DocumentBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3067,7 +3209,7 @@ func (x *DocumentBlock) String() string {
 func (*DocumentBlock) ProtoMessage() {}
 
 func (x *DocumentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3080,7 +3222,7 @@ func (x *DocumentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DocumentBlock.ProtoReflect.Descriptor instead.
 func (*DocumentBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DocumentBlock) GetMediaType() string {
@@ -3116,7 +3258,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3128,7 +3270,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3141,7 +3283,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Timing) GetReceivedAt() *timestamppb.Timestamp {
@@ -3194,7 +3336,7 @@ type Truncation struct {
 
 func (x *Truncation) Reset() {
 	*x = Truncation{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3206,7 +3348,7 @@ func (x *Truncation) String() string {
 func (*Truncation) ProtoMessage() {}
 
 func (x *Truncation) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3219,7 +3361,7 @@ func (x *Truncation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Truncation.ProtoReflect.Descriptor instead.
 func (*Truncation) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Truncation) GetOriginalBytes() uint64 {
@@ -3256,7 +3398,7 @@ type AbortAck struct {
 
 func (x *AbortAck) Reset() {
 	*x = AbortAck{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3268,7 +3410,7 @@ func (x *AbortAck) String() string {
 func (*AbortAck) ProtoMessage() {}
 
 func (x *AbortAck) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3281,7 +3423,7 @@ func (x *AbortAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortAck.ProtoReflect.Descriptor instead.
 func (*AbortAck) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{29}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AbortAck) GetAbort() *Abort {
@@ -3320,7 +3462,7 @@ type TaskNotification struct {
 
 func (x *TaskNotification) Reset() {
 	*x = TaskNotification{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3332,7 +3474,7 @@ func (x *TaskNotification) String() string {
 func (*TaskNotification) ProtoMessage() {}
 
 func (x *TaskNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3345,7 +3487,7 @@ func (x *TaskNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskNotification.ProtoReflect.Descriptor instead.
 func (*TaskNotification) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{30}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TaskNotification) GetTaskId() string {
@@ -3402,7 +3544,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3414,7 +3556,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3427,7 +3569,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{31}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListToolsRequest) GetSessionId() string {
@@ -3449,7 +3591,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3461,7 +3603,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3474,7 +3616,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{32}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolDefinition {
@@ -3505,7 +3647,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[33]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3517,7 +3659,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[33]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3530,7 +3672,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{33}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -3623,13 +3765,20 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\rsibling_abort\x18\x02 \x01(\x0e2\".toolwire.executor.v1.SiblingAbortR\fsiblingAbort\x12'\n" +
 	"\x0fmax_concurrency\x18\x03 \x01(\rR\x0emaxConcurrency\x12B\n" +
 	"\x0fdefault_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x0edefaultTimeout\x12H\n" +
-	"\x12permission_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x11permissionTimeout\"\xb2\x01\n" +
+	"\x12permission_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x11permissionTimeout\"\xf3\x01\n" +
 	"\bSettings\x12\x14\n" +
 	"\x05allow\x18\x01 \x03(\tR\x05allow\x12\x10\n" +
 	"\x03ask\x18\x02 \x03(\tR\x03ask\x12\x12\n" +
 	"\x04deny\x18\x03 \x03(\tR\x04deny\x128\n" +
 	"\x04mode\x18\x04 \x01(\x0e2$.toolwire.executor.v1.PermissionModeR\x04mode\x120\n" +
-	"\x05hooks\x18\x05 \x03(\v2\x1a.toolwire.executor.v1.HookR\x05hooks\"\x96\x01\n" +
+	"\x05hooks\x18\x05 \x03(\v2\x1a.toolwire.executor.v1.HookR\x05hooks\x12?\n" +
+	"\anetwork\x18\x06 \x01(\v2%.toolwire.executor.v1.NetworkSettingsR\anetwork\"\x83\x01\n" +
+	"\x0fNetworkSettings\x12I\n" +
+	"\x0fallowed_domains\x18\x01 \x01(\v2 .toolwire.executor.v1.DomainListR\x0eallowedDomains\x12%\n" +
+	"\x0edenied_domains\x18\x02 \x03(\tR\rdeniedDomains\"&\n" +
+	"\n" +
+	"DomainList\x12\x18\n" +
+	"\adomains\x18\x01 \x03(\tR\adomains\"\x96\x01\n" +
 	"\x04Hook\x125\n" +
 	"\x05event\x18\x01 \x01(\x0e2\x1f.toolwire.executor.v1.HookEventR\x05event\x12\x18\n" +
 	"\amatcher\x18\x02 \x01(\tR\amatcher\x12=\n" +
@@ -3705,12 +3854,13 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x05tools\x18\b \x01(\rR\x05tools\"\x8e\x01\n" +
 	"\x0fMcpToolsChanged\x12?\n" +
 	"\aservers\x18\x01 \x03(\v2%.toolwire.executor.v1.McpServerStatusR\aservers\x12:\n" +
-	"\x05tools\x18\x02 \x03(\v2$.toolwire.executor.v1.ToolDefinitionR\x05tools\"\x9f\x01\n" +
+	"\x05tools\x18\x02 \x03(\v2$.toolwire.executor.v1.ToolDefinitionR\x05tools\"\xc8\x01\n" +
 	"\vSandboxInfo\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12<\n" +
 	"\benforced\x18\x02 \x03(\x0e2 .toolwire.executor.v1.ProtectionR\benforced\x12\x18\n" +
 	"\anetwork\x18\x03 \x01(\tR\anetwork\x12\x1e\n" +
-	"\vrun_as_user\x18\x04 \x01(\tR\trunAsUser\"\x8f\x02\n" +
+	"\vrun_as_user\x18\x04 \x01(\tR\trunAsUser\x12'\n" +
+	"\x0fallowed_domains\x18\x05 \x03(\tR\x0eallowedDomains\"\x8f\x02\n" +
 	"\x06Limits\x12B\n" +
 	"\x0fdefault_timeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x0edefaultTimeout\x12:\n" +
 	"\vmax_timeout\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\n" +
@@ -3853,7 +4003,7 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x1cMCP_SERVER_STATE_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aMCP_SERVER_STATE_CONNECTED\x10\x01\x12\x1b\n" +
 	"\x17MCP_SERVER_STATE_FAILED\x10\x02\x12!\n" +
-	"\x1dMCP_SERVER_STATE_DISCONNECTED\x10\x03*\xfa\x02\n" +
+	"\x1dMCP_SERVER_STATE_DISCONNECTED\x10\x03*\x9b\x03\n" +
 	"\n" +
 	"Protection\x12\x1a\n" +
 	"\x16PROTECTION_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -3868,7 +4018,8 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x17PROTECTION_NO_NEW_PRIVS\x10\t\x12\x1d\n" +
 	"\x19PROTECTION_LANDLOCK_SCOPE\x10\n" +
 	"\x12\x1c\n" +
-	"\x18PROTECTION_PROCESS_GROUP\x10\v*\x99\x02\n" +
+	"\x18PROTECTION_PROCESS_GROUP\x10\v\x12\x1f\n" +
+	"\x1bPROTECTION_EGRESS_ALLOWLIST\x10\f*\x99\x02\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fOUTCOME_SUCCESS\x10\x01\x12\x16\n" +
@@ -3904,7 +4055,7 @@ func file_toolwire_executor_v1_executor_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_executor_v1_executor_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(ResultOrder)(0),              // 0: toolwire.executor.v1.ResultOrder
 	(SiblingAbort)(0),             // 1: toolwire.executor.v1.SiblingAbort
@@ -3922,112 +4073,116 @@ var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(*McpServerConfig)(nil),       // 13: toolwire.executor.v1.McpServerConfig
 	(*SessionOptions)(nil),        // 14: toolwire.executor.v1.SessionOptions
 	(*Settings)(nil),              // 15: toolwire.executor.v1.Settings
-	(*Hook)(nil),                  // 16: toolwire.executor.v1.Hook
-	(*HookCommand)(nil),           // 17: toolwire.executor.v1.HookCommand
-	(*Resume)(nil),                // 18: toolwire.executor.v1.Resume
-	(*ToolUse)(nil),               // 19: toolwire.executor.v1.ToolUse
-	(*Abort)(nil),                 // 20: toolwire.executor.v1.Abort
-	(*PermissionDecision)(nil),    // 21: toolwire.executor.v1.PermissionDecision
-	(*ExecuteResponse)(nil),       // 22: toolwire.executor.v1.ExecuteResponse
-	(*Hello)(nil),                 // 23: toolwire.executor.v1.Hello
-	(*McpServerStatus)(nil),       // 24: toolwire.executor.v1.McpServerStatus
-	(*McpToolsChanged)(nil),       // 25: toolwire.executor.v1.McpToolsChanged
-	(*SandboxInfo)(nil),           // 26: toolwire.executor.v1.SandboxInfo
-	(*Limits)(nil),                // 27: toolwire.executor.v1.Limits
-	(*Accepted)(nil),              // 28: toolwire.executor.v1.Accepted
-	(*Started)(nil),               // 29: toolwire.executor.v1.Started
-	(*Progress)(nil),              // 30: toolwire.executor.v1.Progress
-	(*PermissionRequest)(nil),     // 31: toolwire.executor.v1.PermissionRequest
-	(*Result)(nil),                // 32: toolwire.executor.v1.Result
-	(*ContentBlock)(nil),          // 33: toolwire.executor.v1.ContentBlock
-	(*TextBlock)(nil),             // 34: toolwire.executor.v1.TextBlock
-	(*ImageBlock)(nil),            // 35: toolwire.executor.v1.ImageBlock
-	(*DocumentBlock)(nil),         // 36: toolwire.executor.v1.DocumentBlock
-	(*Timing)(nil),                // 37: toolwire.executor.v1.Timing
-	(*Truncation)(nil),            // 38: toolwire.executor.v1.Truncation
-	(*AbortAck)(nil),              // 39: toolwire.executor.v1.AbortAck
-	(*TaskNotification)(nil),      // 40: toolwire.executor.v1.TaskNotification
-	(*ListToolsRequest)(nil),      // 41: toolwire.executor.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 42: toolwire.executor.v1.ListToolsResponse
-	(*ToolDefinition)(nil),        // 43: toolwire.executor.v1.ToolDefinition
-	nil,                           // 44: toolwire.executor.v1.Open.McpServersEntry
-	nil,                           // 45: toolwire.executor.v1.McpServerConfig.EnvEntry
-	nil,                           // 46: toolwire.executor.v1.McpServerConfig.HeadersEntry
-	(*durationpb.Duration)(nil),   // 47: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 48: google.protobuf.Timestamp
+	(*NetworkSettings)(nil),       // 16: toolwire.executor.v1.NetworkSettings
+	(*DomainList)(nil),            // 17: toolwire.executor.v1.DomainList
+	(*Hook)(nil),                  // 18: toolwire.executor.v1.Hook
+	(*HookCommand)(nil),           // 19: toolwire.executor.v1.HookCommand
+	(*Resume)(nil),                // 20: toolwire.executor.v1.Resume
+	(*ToolUse)(nil),               // 21: toolwire.executor.v1.ToolUse
+	(*Abort)(nil),                 // 22: toolwire.executor.v1.Abort
+	(*PermissionDecision)(nil),    // 23: toolwire.executor.v1.PermissionDecision
+	(*ExecuteResponse)(nil),       // 24: toolwire.executor.v1.ExecuteResponse
+	(*Hello)(nil),                 // 25: toolwire.executor.v1.Hello
+	(*McpServerStatus)(nil),       // 26: toolwire.executor.v1.McpServerStatus
+	(*McpToolsChanged)(nil),       // 27: toolwire.executor.v1.McpToolsChanged
+	(*SandboxInfo)(nil),           // 28: toolwire.executor.v1.SandboxInfo
+	(*Limits)(nil),                // 29: toolwire.executor.v1.Limits
+	(*Accepted)(nil),              // 30: toolwire.executor.v1.Accepted
+	(*Started)(nil),               // 31: toolwire.executor.v1.Started
+	(*Progress)(nil),              // 32: toolwire.executor.v1.Progress
+	(*PermissionRequest)(nil),     // 33: toolwire.executor.v1.PermissionRequest
+	(*Result)(nil),                // 34: toolwire.executor.v1.Result
+	(*ContentBlock)(nil),          // 35: toolwire.executor.v1.ContentBlock
+	(*TextBlock)(nil),             // 36: toolwire.executor.v1.TextBlock
+	(*ImageBlock)(nil),            // 37: toolwire.executor.v1.ImageBlock
+	(*DocumentBlock)(nil),         // 38: toolwire.executor.v1.DocumentBlock
+	(*Timing)(nil),                // 39: toolwire.executor.v1.Timing
+	(*Truncation)(nil),            // 40: toolwire.executor.v1.Truncation
+	(*AbortAck)(nil),              // 41: toolwire.executor.v1.AbortAck
+	(*TaskNotification)(nil),      // 42: toolwire.executor.v1.TaskNotification
+	(*ListToolsRequest)(nil),      // 43: toolwire.executor.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 44: toolwire.executor.v1.ListToolsResponse
+	(*ToolDefinition)(nil),        // 45: toolwire.executor.v1.ToolDefinition
+	nil,                           // 46: toolwire.executor.v1.Open.McpServersEntry
+	nil,                           // 47: toolwire.executor.v1.McpServerConfig.EnvEntry
+	nil,                           // 48: toolwire.executor.v1.McpServerConfig.HeadersEntry
+	(*durationpb.Duration)(nil),   // 49: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 50: google.protobuf.Timestamp
 }
 var file_toolwire_executor_v1_executor_proto_depIdxs = []int32{
 	11, // 0: toolwire.executor.v1.ExecuteRequest.open:type_name -> toolwire.executor.v1.Open
-	18, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
-	19, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
-	20, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
-	21, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
+	20, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
+	21, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
+	22, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
+	23, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
 	14, // 5: toolwire.executor.v1.Open.options:type_name -> toolwire.executor.v1.SessionOptions
 	15, // 6: toolwire.executor.v1.Open.settings:type_name -> toolwire.executor.v1.Settings
-	44, // 7: toolwire.executor.v1.Open.mcp_servers:type_name -> toolwire.executor.v1.Open.McpServersEntry
+	46, // 7: toolwire.executor.v1.Open.mcp_servers:type_name -> toolwire.executor.v1.Open.McpServersEntry
 	12, // 8: toolwire.executor.v1.Open.tools:type_name -> toolwire.executor.v1.ToolSet
-	45, // 9: toolwire.executor.v1.McpServerConfig.env:type_name -> toolwire.executor.v1.McpServerConfig.EnvEntry
-	46, // 10: toolwire.executor.v1.McpServerConfig.headers:type_name -> toolwire.executor.v1.McpServerConfig.HeadersEntry
+	47, // 9: toolwire.executor.v1.McpServerConfig.env:type_name -> toolwire.executor.v1.McpServerConfig.EnvEntry
+	48, // 10: toolwire.executor.v1.McpServerConfig.headers:type_name -> toolwire.executor.v1.McpServerConfig.HeadersEntry
 	0,  // 11: toolwire.executor.v1.SessionOptions.result_order:type_name -> toolwire.executor.v1.ResultOrder
 	1,  // 12: toolwire.executor.v1.SessionOptions.sibling_abort:type_name -> toolwire.executor.v1.SiblingAbort
-	47, // 13: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
-	47, // 14: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
+	49, // 13: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
+	49, // 14: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
 	2,  // 15: toolwire.executor.v1.Settings.mode:type_name -> toolwire.executor.v1.PermissionMode
-	16, // 16: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
-	3,  // 17: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
-	17, // 18: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
-	47, // 19: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
-	47, // 20: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
-	4,  // 21: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
-	5,  // 22: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
-	48, // 23: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
-	23, // 24: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
-	28, // 25: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
-	29, // 26: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
-	30, // 27: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
-	31, // 28: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
-	32, // 29: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
-	39, // 30: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
-	40, // 31: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
-	25, // 32: toolwire.executor.v1.ExecuteResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
-	26, // 33: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
-	27, // 34: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
-	47, // 35: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
-	24, // 36: toolwire.executor.v1.Hello.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
-	43, // 37: toolwire.executor.v1.Hello.mcp_tools:type_name -> toolwire.executor.v1.ToolDefinition
-	6,  // 38: toolwire.executor.v1.McpServerStatus.state:type_name -> toolwire.executor.v1.McpServerState
-	24, // 39: toolwire.executor.v1.McpToolsChanged.servers:type_name -> toolwire.executor.v1.McpServerStatus
-	43, // 40: toolwire.executor.v1.McpToolsChanged.tools:type_name -> toolwire.executor.v1.ToolDefinition
-	7,  // 41: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
-	47, // 42: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
-	47, // 43: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
-	47, // 44: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
-	47, // 45: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
-	33, // 46: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
-	8,  // 47: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
-	37, // 48: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
-	38, // 49: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
-	34, // 50: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
-	35, // 51: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
-	36, // 52: toolwire.executor.v1.ContentBlock.document:type_name -> toolwire.executor.v1.DocumentBlock
-	48, // 53: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
-	48, // 54: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
-	48, // 55: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
-	47, // 56: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
-	47, // 57: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
-	20, // 58: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
-	43, // 59: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
-	9,  // 60: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
-	13, // 61: toolwire.executor.v1.Open.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
-	10, // 62: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
-	41, // 63: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
-	22, // 64: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
-	42, // 65: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
-	64, // [64:66] is the sub-list for method output_type
-	62, // [62:64] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	18, // 16: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
+	16, // 17: toolwire.executor.v1.Settings.network:type_name -> toolwire.executor.v1.NetworkSettings
+	17, // 18: toolwire.executor.v1.NetworkSettings.allowed_domains:type_name -> toolwire.executor.v1.DomainList
+	3,  // 19: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
+	19, // 20: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
+	49, // 21: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
+	49, // 22: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
+	4,  // 23: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
+	5,  // 24: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
+	50, // 25: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
+	25, // 26: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
+	30, // 27: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
+	31, // 28: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
+	32, // 29: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
+	33, // 30: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
+	34, // 31: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
+	41, // 32: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
+	42, // 33: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
+	27, // 34: toolwire.executor.v1.ExecuteResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
+	28, // 35: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
+	29, // 36: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
+	49, // 37: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
+	26, // 38: toolwire.executor.v1.Hello.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
+	45, // 39: toolwire.executor.v1.Hello.mcp_tools:type_name -> toolwire.executor.v1.ToolDefinition
+	6,  // 40: toolwire.executor.v1.McpServerStatus.state:type_name -> toolwire.executor.v1.McpServerState
+	26, // 41: toolwire.executor.v1.McpToolsChanged.servers:type_name -> toolwire.executor.v1.McpServerStatus
+	45, // 42: toolwire.executor.v1.McpToolsChanged.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	7,  // 43: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
+	49, // 44: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
+	49, // 45: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
+	49, // 46: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
+	49, // 47: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
+	35, // 48: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
+	8,  // 49: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
+	39, // 50: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
+	40, // 51: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
+	36, // 52: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
+	37, // 53: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
+	38, // 54: toolwire.executor.v1.ContentBlock.document:type_name -> toolwire.executor.v1.DocumentBlock
+	50, // 55: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
+	50, // 56: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
+	50, // 57: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
+	49, // 58: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
+	49, // 59: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
+	22, // 60: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
+	45, // 61: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	9,  // 62: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
+	13, // 63: toolwire.executor.v1.Open.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
+	10, // 64: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
+	43, // 65: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
+	24, // 66: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
+	44, // 67: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
+	66, // [66:68] is the sub-list for method output_type
+	64, // [64:66] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_executor_v1_executor_proto_init() }
@@ -4042,12 +4197,12 @@ func file_toolwire_executor_v1_executor_proto_init() {
 		(*ExecuteRequest_Abort)(nil),
 		(*ExecuteRequest_PermissionDecision)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[10].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[12].OneofWrappers = []any{
 		(*Abort_ToolUseId)(nil),
 		(*Abort_AssistantMessageId)(nil),
 		(*Abort_All)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[12].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[14].OneofWrappers = []any{
 		(*ExecuteResponse_Hello)(nil),
 		(*ExecuteResponse_Accepted)(nil),
 		(*ExecuteResponse_Started)(nil),
@@ -4058,20 +4213,20 @@ func file_toolwire_executor_v1_executor_proto_init() {
 		(*ExecuteResponse_TaskNotification)(nil),
 		(*ExecuteResponse_McpToolsChanged)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[22].OneofWrappers = []any{}
-	file_toolwire_executor_v1_executor_proto_msgTypes[23].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[24].OneofWrappers = []any{}
+	file_toolwire_executor_v1_executor_proto_msgTypes[25].OneofWrappers = []any{
 		(*ContentBlock_Text)(nil),
 		(*ContentBlock_Image)(nil),
 		(*ContentBlock_Document)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[30].OneofWrappers = []any{}
+	file_toolwire_executor_v1_executor_proto_msgTypes[32].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_executor_v1_executor_proto_rawDesc), len(file_toolwire_executor_v1_executor_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   37,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -45,6 +45,7 @@ PERMISSION_MODE_DEFAULT: PermissionMode
 PERMISSION_MODE_PLAN: PermissionMode
 PERMISSION_MODE_UNSPECIFIED: PermissionMode
 PROTECTION_CLEAN_ENVIRONMENT: Protection
+PROTECTION_EGRESS_ALLOWLIST: Protection
 PROTECTION_FILE_ROOTS: Protection
 PROTECTION_LANDLOCK_FS: Protection
 PROTECTION_LANDLOCK_SCOPE: Protection
@@ -112,6 +113,12 @@ class DocumentBlock(_message.Message):
     data_base64: str
     media_type: str
     def __init__(self, media_type: _Optional[str] = ..., data_base64: _Optional[str] = ...) -> None: ...
+
+class DomainList(_message.Message):
+    __slots__ = ["domains"]
+    DOMAINS_FIELD_NUMBER: _ClassVar[int]
+    domains: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, domains: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
     __slots__ = ["abort", "open", "permission_decision", "resume", "tool_use"]
@@ -291,6 +298,14 @@ class McpToolsChanged(_message.Message):
     tools: _containers.RepeatedCompositeFieldContainer[ToolDefinition]
     def __init__(self, servers: _Optional[_Iterable[_Union[McpServerStatus, _Mapping]]] = ..., tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
 
+class NetworkSettings(_message.Message):
+    __slots__ = ["allowed_domains", "denied_domains"]
+    ALLOWED_DOMAINS_FIELD_NUMBER: _ClassVar[int]
+    DENIED_DOMAINS_FIELD_NUMBER: _ClassVar[int]
+    allowed_domains: DomainList
+    denied_domains: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, allowed_domains: _Optional[_Union[DomainList, _Mapping]] = ..., denied_domains: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class Open(_message.Message):
     __slots__ = ["client_name", "client_version", "mcp_servers", "options", "session_id", "settings", "tools", "workspace"]
     class McpServersEntry(_message.Message):
@@ -391,16 +406,18 @@ class Resume(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., last_sequence: _Optional[int] = ...) -> None: ...
 
 class SandboxInfo(_message.Message):
-    __slots__ = ["backend", "enforced", "network", "run_as_user"]
+    __slots__ = ["allowed_domains", "backend", "enforced", "network", "run_as_user"]
+    ALLOWED_DOMAINS_FIELD_NUMBER: _ClassVar[int]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     ENFORCED_FIELD_NUMBER: _ClassVar[int]
     NETWORK_FIELD_NUMBER: _ClassVar[int]
     RUN_AS_USER_FIELD_NUMBER: _ClassVar[int]
+    allowed_domains: _containers.RepeatedScalarFieldContainer[str]
     backend: str
     enforced: _containers.RepeatedScalarFieldContainer[Protection]
     network: str
     run_as_user: str
-    def __init__(self, backend: _Optional[str] = ..., enforced: _Optional[_Iterable[_Union[Protection, str]]] = ..., network: _Optional[str] = ..., run_as_user: _Optional[str] = ...) -> None: ...
+    def __init__(self, backend: _Optional[str] = ..., enforced: _Optional[_Iterable[_Union[Protection, str]]] = ..., network: _Optional[str] = ..., run_as_user: _Optional[str] = ..., allowed_domains: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SessionOptions(_message.Message):
     __slots__ = ["default_timeout", "max_concurrency", "permission_timeout", "result_order", "sibling_abort"]
@@ -417,18 +434,20 @@ class SessionOptions(_message.Message):
     def __init__(self, result_order: _Optional[_Union[ResultOrder, str]] = ..., sibling_abort: _Optional[_Union[SiblingAbort, str]] = ..., max_concurrency: _Optional[int] = ..., default_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., permission_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class Settings(_message.Message):
-    __slots__ = ["allow", "ask", "deny", "hooks", "mode"]
+    __slots__ = ["allow", "ask", "deny", "hooks", "mode", "network"]
     ALLOW_FIELD_NUMBER: _ClassVar[int]
     ASK_FIELD_NUMBER: _ClassVar[int]
     DENY_FIELD_NUMBER: _ClassVar[int]
     HOOKS_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_FIELD_NUMBER: _ClassVar[int]
     allow: _containers.RepeatedScalarFieldContainer[str]
     ask: _containers.RepeatedScalarFieldContainer[str]
     deny: _containers.RepeatedScalarFieldContainer[str]
     hooks: _containers.RepeatedCompositeFieldContainer[Hook]
     mode: PermissionMode
-    def __init__(self, allow: _Optional[_Iterable[str]] = ..., ask: _Optional[_Iterable[str]] = ..., deny: _Optional[_Iterable[str]] = ..., mode: _Optional[_Union[PermissionMode, str]] = ..., hooks: _Optional[_Iterable[_Union[Hook, _Mapping]]] = ...) -> None: ...
+    network: NetworkSettings
+    def __init__(self, allow: _Optional[_Iterable[str]] = ..., ask: _Optional[_Iterable[str]] = ..., deny: _Optional[_Iterable[str]] = ..., mode: _Optional[_Union[PermissionMode, str]] = ..., hooks: _Optional[_Iterable[_Union[Hook, _Mapping]]] = ..., network: _Optional[_Union[NetworkSettings, _Mapping]] = ...) -> None: ...
 
 class Started(_message.Message):
     __slots__ = ["queue_wait", "tool_use_id"]
