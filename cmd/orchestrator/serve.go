@@ -10,7 +10,6 @@ import (
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	orchestratorv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/orchgrpc"
@@ -73,9 +72,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	defer dial.Close()
 	place := newPlacer(ctx, dial, log)
 	defer place.Close()
+	executors, err := dial.executors(log)
+	if err != nil {
+		return err
+	}
 	orch, err := orchestrator.New(orchestrator.Config{
 		Model:           client,
-		Dial:            dial.Dial,
+		Executor:        executors,
 		Placer:          place,
 		ResumeWindow:    c.resumeWindow,
 		DefaultExecutor: c.executorAddr(),
@@ -96,8 +99,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		return err
 	}
 	srv := rpcserver.New(log, secure...)
-	orchestratorv1.RegisterOrchestratorServiceServer(srv.Server, orchgrpc.NewServer(orch, log))
-	srv.Health.SetServingStatus(orchestratorv1.OrchestratorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	orchgrpc.NewServer(orch, log).Register(srv.Server)
+	srv.Health.SetServingStatus(orchgrpc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
 	log.Info("orchestrator listening", "addr", lis.Addr().String(), "executor", c.executorAddr(),

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/model"
 )
 
@@ -34,8 +33,8 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.Model == nil {
 		return nil, fmt.Errorf("%w: orchestrator needs a model client", ErrInvalid)
 	}
-	if cfg.Dial == nil {
-		return nil, fmt.Errorf("%w: orchestrator needs an executor dialer", ErrInvalid)
+	if cfg.Executor == nil {
+		return nil, fmt.Errorf("%w: orchestrator needs an Executor", ErrInvalid)
 	}
 	if cfg.Defaults.Executor == "" {
 		cfg.Defaults.Executor = cfg.DefaultExecutor
@@ -145,8 +144,10 @@ func (o *Orchestrator) Session(ctx context.Context, id string) (*Session, error)
 		return nil, err
 	}
 	s := newSession(o, id, t.config, t.created)
+	// Calls the executor may still run for this session from before the
+	// restart are aborted when it connects: the link takes the executor's
+	// session over (see Executor.Open).
 	s.messages, s.nturns, s.usage = t.messages, t.turns, t.usage
-	s.restarted = true
 	if err := s.repair(); err != nil {
 		return nil, err
 	}
@@ -173,7 +174,7 @@ func (s *Session) repair() error {
 	}
 	var blocks []model.Block
 	for _, u := range uses {
-		blocks = append(blocks, ToolResultBlock(syntheticResult(u.ID, u.Name, textRestarted, executorv1.Outcome_OUTCOME_INTERRUPTED)))
+		blocks = append(blocks, ToolResultBlock(syntheticResult(u.ID, u.Name, textRestarted)))
 	}
 	return s.addMessage(model.Message{Role: model.RoleUser, Content: blocks}, "")
 }

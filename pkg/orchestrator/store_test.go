@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/permission"
+	"github.com/toolwire/toolwire/pkg/settings"
 )
 
 func userMsg(blocks ...model.Block) model.Message {
@@ -28,8 +28,14 @@ func TestStoreRoundTrip(t *testing.T) {
 	defer st.Close()
 	cfg := SessionConfig{
 		Model: "m", MaxTurns: 7, DisallowedTools: []string{"Write"},
-		Settings: &executorv1.Settings{Allow: []string{"Read"}, Mode: executorv1.PermissionMode_PERMISSION_MODE_PLAN},
-		Options:  &executorv1.SessionOptions{ResultOrder: executorv1.ResultOrder_RESULT_ORDER_COMPLETION},
+		Settings: &settings.Settings{
+			Permissions: settings.Permissions{Allow: []string{"Read"}, Deny: []string{"Bash(rm:*)"}, DefaultMode: permission.ModePlan},
+			Hooks: map[settings.Event][]settings.HookMatcher{
+				settings.PreToolUse: {{Matcher: "Bash", Hooks: []settings.HookCommand{{Command: "check", Timeout: 1500 * time.Millisecond}, {Command: "log"}}}},
+			},
+		},
+		Options: &execapi.SessionOptions{ResultOrder: execapi.OrderCompletion, NoSiblingAbort: true, MaxConcurrency: 2,
+			DefaultTimeout: 90 * time.Second, PermissionTimeout: time.Minute},
 	}
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	if err := st.create("s1", cfg, created); err != nil {
@@ -62,7 +68,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	if !tr.created.Equal(created) || tr.turns != 1 || tr.usage.InputTokens != 5 {
 		t.Fatalf("loaded header/turns: %+v", tr)
 	}
-	if !proto.Equal(tr.config.Settings, cfg.Settings) || !proto.Equal(tr.config.Options, cfg.Options) ||
+	if !reflect.DeepEqual(tr.config.Settings, cfg.Settings) || !reflect.DeepEqual(tr.config.Options, cfg.Options) ||
 		tr.config.Model != "m" || tr.config.MaxTurns != 7 || !reflect.DeepEqual(tr.config.DisallowedTools, []string{"Write"}) {
 		t.Fatalf("config = %+v", tr.config)
 	}
@@ -75,6 +81,74 @@ func TestStoreRoundTrip(t *testing.T) {
 		last.Content[1].Text != "[Request interrupted by user]" {
 		t.Fatalf("merged message = %+v", last)
 	}
+}
+
+// Transcripts written before the configuration had a version keep their
+// settings and options as the protojson of the executor's wire messages
+// (as below, which protojson.Marshal wrote); they load as they were.
+func TestStoreReadsUnversionedConfig(t *testing.T) {
+	dir := t.TempDir()
+	const old = `{"type":"session","time":"2026-01-02T03:04:05Z","id":"s1","config":{"executor":"embedded","model":"m",` +
+		`"settings":{"allow":["Read","Bash(git status:*)"],"ask":["Edit"],"deny":["Read(./.env)"],"mode":"PERMISSION_MODE_ACCEPT_EDITS",` +
+		`"hooks":[{"event":"HOOK_EVENT_PRE_TOOL_USE","matcher":"Bash","commands":[{"command":"check","timeout":"1.500s"},{"command":"log"}]},` +
+		`{"event":"HOOK_EVENT_POST_TOOL_USE","matcher":"Edit|Write","commands":[{"command":"fmt"}]}]},` +
+		`"options":{"resultOrder":"RESULT_ORDER_COMPLETION","siblingAbort":"SIBLING_ABORT_DISABLED","maxConcurrency":3,"defaultTimeout":"90s","permissionTimeout":"60s"}}}` + "\n" +
+		`{"type":"config","time":"2026-01-02T03:04:06Z","config":{"executor":"embedded","model":"m","settings":{"mode":"PERMISSION_MODE_PLAN"}}}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "s1.jsonl"), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenStore(dir, StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+
+	var header record
+	if err := json.Unmarshal([]byte(strings.SplitN(old, "\n", 2)[0]), &header); err != nil {
+		t.Fatal(err)
+	}
+	want := SessionConfig{
+		Executor: "embedded", Model: "m",
+		Settings: &settings.Settings{
+			Permissions: settings.Permissions{Allow: []string{"Read", "Bash(git status:*)"}, Ask: []string{"Edit"},
+				Deny: []string{"Read(./.env)"}, DefaultMode: permission.ModeAcceptEdits},
+			Hooks: map[settings.Event][]settings.HookMatcher{
+				settings.PreToolUse:  {{Matcher: "Bash", Hooks: []settings.HookCommand{{Command: "check", Timeout: 1500 * time.Millisecond}, {Command: "log"}}}},
+				settings.PostToolUse: {{Matcher: "Edit|Write", Hooks: []settings.HookCommand{{Command: "fmt"}}}},
+			},
+		},
+		Options: &execapi.SessionOptions{ResultOrder: execapi.OrderCompletion, NoSiblingAbort: true, MaxConcurrency: 3,
+			DefaultTimeout: 90 * time.Second, PermissionTimeout: time.Minute},
+	}
+	if !reflect.DeepEqual(*header.Config, want) {
+		t.Fatalf("old header config:\n got  %s\n want %s", mustShow(*header.Config), mustShow(want))
+	}
+	// The last config record wins, as before.
+	tr, err := st.load("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.config.Settings == nil || tr.config.Settings.Permissions.DefaultMode != permission.ModePlan || tr.config.Options != nil {
+		t.Fatalf("loaded config = %s", mustShow(tr.config))
+	}
+	// Written again, it is of the current version and reads back the same.
+	data, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back SessionConfig
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"version":1`) || !reflect.DeepEqual(back, want) {
+		t.Fatalf("rewritten: %s\nread back %s", data, mustShow(back))
+	}
+}
+
+func mustShow(c SessionConfig) string {
+	type plain SessionConfig // without MarshalJSON
+	b, _ := json.Marshal(plain(c))
+	return string(b)
 }
 
 func TestStoreTornLastLine(t *testing.T) {

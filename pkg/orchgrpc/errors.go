@@ -22,6 +22,10 @@ var (
 	errUnexpectedMessage = errors.New("unexpected Converse message")
 	// errSessionEnded ends a Converse stream whose session closed.
 	errSessionEnded = errors.New("the session ended")
+	// errInvalidSettings: a session's settings do not convert (an unknown
+	// permission mode, a rule that does not parse). It is the executor's
+	// INVALID_OPEN, found before the request reaches an executor.
+	errInvalidSettings = errors.New("invalid settings")
 )
 
 // toStatus maps an error to a gRPC status error with a reason (pkg/rpcerr)
@@ -38,6 +42,8 @@ func toStatus(err error, kv ...string) error {
 		code, reason = codes.InvalidArgument, rpcerr.InvalidFirstMessage
 	case errors.Is(err, errUnexpectedMessage):
 		code, reason = codes.InvalidArgument, rpcerr.UnexpectedMessage
+	case errors.Is(err, errInvalidSettings):
+		code, reason = codes.InvalidArgument, rpcerr.InvalidOpen
 	case errors.Is(err, orchestrator.ErrInvalid):
 		code, reason = codes.InvalidArgument, rpcerr.InvalidArgument
 	case errors.Is(err, orchestrator.ErrNotFound):
