@@ -18,6 +18,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/settings"
 )
@@ -171,7 +172,7 @@ func benchOrchestrator(b *testing.B, fake *fakeapi.Server, addr string) (*orches
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := orchestrator.OpenStore(b.TempDir(), orchestrator.StoreOptions{})
+	st, err := transcript.Open(b.TempDir(), transcript.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/execsvc"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/telemetry"
 )
@@ -233,7 +234,7 @@ type runEnv struct {
 // files: a resumed conversation gets those of the new run, not the old
 // one's. The model, --max-tokens, --max-turns and --thinking-budget stay
 // what the conversation had unless given again.
-func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *orchestrator.Store, c *common, h *headlessFlags, r runEnv) (*orchestrator.Session, error) {
+func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *transcript.Store, c *common, h *headlessFlags, r runEnv) (*orchestrator.Session, error) {
 	var (
 		sess *orchestrator.Session
 		old  orchestrator.SessionConfig

@@ -9,15 +9,16 @@ import (
 
 	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
-	"github.com/toolwire/toolwire/pkg/settings"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 )
 
 // Error classes of the orchestrator; the gRPC edge maps them to status codes.
 var (
-	// ErrNotFound: no session has that id.
-	ErrNotFound = errors.New("session not found")
-	// ErrExists: a session with that id exists already.
-	ErrExists = errors.New("session already exists")
+	// ErrNotFound: no session has that id (the Store's error class too).
+	ErrNotFound = transcript.ErrNotFound
+	// ErrExists: a session with that id exists already (the Store's error
+	// class too).
+	ErrExists = transcript.ErrExists
 	// ErrBusy: the session is running a turn.
 	ErrBusy = errors.New("session is busy with a turn")
 	// ErrInvalid: a request or configuration is malformed.
@@ -90,7 +91,7 @@ type Config struct {
 	// ("embedded" for an in-process executor).
 	DefaultExecutor string
 	// Store persists transcripts; nil keeps them in memory only.
-	Store *Store
+	Store *transcript.Store
 	// Defaults fill the zero fields of every new session's configuration.
 	Defaults SessionConfig
 	// Permissions, when set, answers permission requests before any client
@@ -116,48 +117,14 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// SessionConfig is what can be chosen per session. Zero fields take the
-// orchestrator's defaults.
-type SessionConfig struct {
-	// Executor is the executor address ("embedded" for in-process). For a
-	// session placed from a pool it is the member chosen at creation.
-	Executor string
-	// Pool is the pool address the session was placed from, if any.
-	Pool string
-	// Model is the model name.
-	Model string
-	// SystemPrompt replaces the default system prompt.
-	SystemPrompt string
-	// AppendSystemPrompt is added at the end of the system prompt, the
-	// default one or SystemPrompt (orchestrator -p puts CLAUDE.md files
-	// and --append-system-prompt here).
-	AppendSystemPrompt string
-	// MaxTokens caps each response.
-	MaxTokens int
-	// MaxTurns caps model requests per user message.
-	MaxTurns int
-	// AllowedTools, when set, are the only tools offered (bare names).
-	AllowedTools []string
-	// DisallowedTools are never offered (bare names).
-	DisallowedTools []string
-	// Settings are the permission rules, mode and hooks for the executor.
-	// Only those travel: DisableBypass and Sandbox are the executor's own.
-	Settings *settings.Settings
-	// Workspace is the working directory on the executor.
-	Workspace string
-	// ThinkingBudget turns on extended thinking with this many tokens.
-	ThinkingBudget int
-	// Options are the executor's scheduling options.
-	Options *execapi.SessionOptions
-	// Directory is the directory of the client that created the session,
-	// on the client's machine (orchestrator -p's current directory), so
-	// that a client can find the latest conversation held in a directory
-	// (Store.Latest). The orchestrator does not use it otherwise.
-	Directory string
-}
+// SessionConfig is what can be chosen per session: the executor, model,
+// prompts, tools, settings, workspace and options (see the fields of
+// transcript.Config, which is the same type, so that transcripts keep it as
+// it is). Zero fields take the orchestrator's defaults.
+type SessionConfig = transcript.Config
 
 // withDefaults returns c with zero fields taken from d.
-func (c SessionConfig) withDefaults(d SessionConfig) SessionConfig {
+func withDefaults(c, d SessionConfig) SessionConfig {
 	if c.Executor == "" {
 		c.Executor = d.Executor
 	}
@@ -197,7 +164,7 @@ func (c SessionConfig) withDefaults(d SessionConfig) SessionConfig {
 	return c
 }
 
-func (c SessionConfig) validate() error {
+func validate(c SessionConfig) error {
 	switch {
 	case c.MaxTokens < 0:
 		return fmt.Errorf("%w: max_tokens %d", ErrInvalid, c.MaxTokens)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 )
 
 // A session's link to its executor: reaching it (opening, reconnecting
@@ -140,7 +141,7 @@ func (s *Session) move(ctx context.Context, addr string, err error) error {
 	s.log.Warn("executor unavailable; moving the session to another executor of its pool",
 		"from", addr, "to", next, "pool", s.cfg.Pool, "err", err)
 	if st := s.o.cfg.Store; st != nil {
-		if perr := st.append(s.id, record{Type: recPlaced, Time: time.Now(), Executor: next}); perr != nil {
+		if perr := st.Append(s.id, transcript.Record{Kind: transcript.KindPlaced, Time: time.Now(), Executor: next}); perr != nil {
 			release()
 			return fmt.Errorf("persist the move to executor %s: %w", next, perr)
 		}

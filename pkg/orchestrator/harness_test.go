@@ -19,6 +19,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/settings"
@@ -37,7 +38,7 @@ type harness struct {
 	fake     *fakeapi.Server
 	emb      *embedded.Executor
 	storeDir string
-	store    *orchestrator.Store
+	store    *transcript.Store
 	orch     *orchestrator.Orchestrator
 	perms    orchestrator.PermissionFunc
 	closed   bool
@@ -73,7 +74,7 @@ func (h *harness) open() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	st, err := orchestrator.OpenStore(h.storeDir, orchestrator.StoreOptions{})
+	st, err := transcript.Open(h.storeDir, transcript.Options{})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 )
 
 // Session is one conversation: its transcript, its link to an executor
@@ -74,8 +75,8 @@ func (s *Session) Config() SessionConfig {
 // from cfg, with the orchestrator's defaults filling its zero fields, and
 // recorded in the transcript, so the session keeps it from then on.
 func (s *Session) Reconfigure(cfg SessionConfig) error {
-	cfg = cfg.withDefaults(s.o.cfg.Defaults)
-	if err := cfg.validate(); err != nil {
+	cfg = withDefaults(cfg, s.o.cfg.Defaults)
+	if err := validate(cfg); err != nil {
 		return err
 	}
 	s.linkMu.Lock()
@@ -92,7 +93,7 @@ func (s *Session) Reconfigure(cfg SessionConfig) error {
 	}
 	cfg.Executor, cfg.Pool, cfg.Workspace, cfg.Directory = s.executor, s.cfg.Pool, s.cfg.Workspace, s.cfg.Directory
 	if st := s.o.cfg.Store; st != nil {
-		if err := st.append(s.id, record{Type: recConfig, Time: time.Now(), Config: &cfg}); err != nil {
+		if err := st.Append(s.id, transcript.Record{Kind: transcript.KindConfig, Time: time.Now(), Config: &cfg}); err != nil {
 			return fmt.Errorf("persist the new configuration: %w", err)
 		}
 	}
@@ -262,11 +263,11 @@ func (s *Session) Decide(d execapi.PermissionDecision) error {
 // messages are joined into one.
 func (s *Session) addMessage(m model.Message, messageID string) error {
 	s.mu.Lock()
-	s.messages = appendMessage(s.messages, m)
+	s.messages = transcript.AppendMessage(s.messages, m)
 	s.mu.Unlock()
 	s.publish(Event{Kind: EventMessage, Message: &m, MessageID: messageID})
 	if st := s.o.cfg.Store; st != nil {
-		if err := st.append(s.id, record{Type: recMessage, Time: time.Now(), Message: &m, MessageID: messageID}); err != nil {
+		if err := st.Append(s.id, transcript.Record{Kind: transcript.KindMessage, Time: time.Now(), Message: &m, MessageID: messageID}); err != nil {
 			return fmt.Errorf("persist %s message: %w", m.Role, err)
 		}
 	}
@@ -307,7 +308,7 @@ func (s *Session) close() {
 	}
 	s.linkMu.Unlock()
 	if st := s.o.cfg.Store; st != nil {
-		st.release(s.id)
+		st.Release(s.id)
 	}
 	s.mu.Lock()
 	release := s.release

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 )
 
 // turn runs the query loop for one user message: stream a response, hand
@@ -286,8 +287,9 @@ func (s *Session) finishTurn(res *TurnResult) {
 	s.usage = s.usage.Add(res.Usage)
 	s.mu.Unlock()
 	if st := s.o.cfg.Store; st != nil {
-		rec := record{Type: recTurn, Time: time.Now(), Turn: &turnRecord{StopReason: res.StopReason, Usage: res.Usage, Requests: res.Requests}}
-		if err := st.append(s.id, rec); err != nil {
+		rec := transcript.Record{Kind: transcript.KindTurn, Time: time.Now(),
+			Turn: &transcript.Turn{StopReason: string(res.StopReason), Usage: res.Usage, Requests: res.Requests}}
+		if err := st.Append(s.id, rec); err != nil {
 			s.publishError("persistence", err, false)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 	"github.com/toolwire/toolwire/pkg/orchgrpc"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 )
@@ -60,7 +61,7 @@ func newEnv(t *testing.T, replies ...fakeapi.Reply) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := orchestrator.OpenStore(t.TempDir(), orchestrator.StoreOptions{})
+	st, err := transcript.Open(t.TempDir(), transcript.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

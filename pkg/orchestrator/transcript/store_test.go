@@ -1,4 +1,4 @@
-package orchestrator
+package transcript
 
 import (
 	"encoding/json"
@@ -21,12 +21,12 @@ func userMsg(blocks ...model.Block) model.Message {
 }
 
 func TestStoreRoundTrip(t *testing.T) {
-	st, err := OpenStore(filepath.Join(t.TempDir(), "sessions"), StoreOptions{Sync: true})
+	st, err := Open(filepath.Join(t.TempDir(), "sessions"), Options{Sync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	cfg := SessionConfig{
+	cfg := Config{
 		Model: "m", MaxTurns: 7, DisallowedTools: []string{"Write"},
 		Settings: &settings.Settings{
 			Permissions: settings.Permissions{Allow: []string{"Read"}, Deny: []string{"Bash(rm:*)"}, DefaultMode: permission.ModePlan},
@@ -38,10 +38,10 @@ func TestStoreRoundTrip(t *testing.T) {
 			DefaultTimeout: 90 * time.Second, PermissionTimeout: time.Minute},
 	}
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if err := st.create("s1", cfg, created); err != nil {
+	if err := st.Create("s1", cfg, created); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.create("s1", cfg, created); !errors.Is(err, ErrExists) {
+	if err := st.Create("s1", cfg, created); !errors.Is(err, ErrExists) {
 		t.Fatalf("second create: %v, want ErrExists", err)
 	}
 	isErr := true
@@ -52,31 +52,31 @@ func TestStoreRoundTrip(t *testing.T) {
 		userMsg(model.TextBlock("[Request interrupted by user]")),
 	}
 	for _, m := range msgs {
-		if err := st.append("s1", record{Type: recMessage, Time: time.Now(), Message: &m}); err != nil {
+		if err := st.Append("s1", Record{Kind: KindMessage, Time: time.Now(), Message: &m}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := st.append("s1", record{Type: recTurn, Turn: &turnRecord{StopReason: StopInterrupted, Usage: model.Usage{InputTokens: 5, OutputTokens: 2}}}); err != nil {
+	if err := st.Append("s1", Record{Kind: KindTurn, Turn: &Turn{StopReason: "interrupted", Usage: model.Usage{InputTokens: 5, OutputTokens: 2}}}); err != nil {
 		t.Fatal(err)
 	}
-	st.release("s1")
+	st.Release("s1")
 
-	tr, err := st.load("s1")
+	tr, err := st.Load("s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !tr.created.Equal(created) || tr.turns != 1 || tr.usage.InputTokens != 5 {
+	if !tr.Created.Equal(created) || tr.Turns != 1 || tr.Usage.InputTokens != 5 {
 		t.Fatalf("loaded header/turns: %+v", tr)
 	}
-	if !reflect.DeepEqual(tr.config.Settings, cfg.Settings) || !reflect.DeepEqual(tr.config.Options, cfg.Options) ||
-		tr.config.Model != "m" || tr.config.MaxTurns != 7 || !reflect.DeepEqual(tr.config.DisallowedTools, []string{"Write"}) {
-		t.Fatalf("config = %+v", tr.config)
+	if !reflect.DeepEqual(tr.Config.Settings, cfg.Settings) || !reflect.DeepEqual(tr.Config.Options, cfg.Options) ||
+		tr.Config.Model != "m" || tr.Config.MaxTurns != 7 || !reflect.DeepEqual(tr.Config.DisallowedTools, []string{"Write"}) {
+		t.Fatalf("config = %+v", tr.Config)
 	}
 	// The two trailing user messages come back as one.
-	if len(tr.messages) != 3 {
-		t.Fatalf("%d messages, want 3: %+v", len(tr.messages), tr.messages)
+	if len(tr.Messages) != 3 {
+		t.Fatalf("%d messages, want 3: %+v", len(tr.Messages), tr.Messages)
 	}
-	last := tr.messages[2]
+	last := tr.Messages[2]
 	if len(last.Content) != 2 || last.Content[0].Type != model.BlockToolResult || *last.Content[0].IsError != true ||
 		last.Content[1].Text != "[Request interrupted by user]" {
 		t.Fatalf("merged message = %+v", last)
@@ -97,17 +97,17 @@ func TestStoreReadsUnversionedConfig(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "s1.jsonl"), []byte(old), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenStore(dir, StoreOptions{})
+	st, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 
-	var header record
+	var header Record
 	if err := json.Unmarshal([]byte(strings.SplitN(old, "\n", 2)[0]), &header); err != nil {
 		t.Fatal(err)
 	}
-	want := SessionConfig{
+	want := Config{
 		Executor: "embedded", Model: "m",
 		Settings: &settings.Settings{
 			Permissions: settings.Permissions{Allow: []string{"Read", "Bash(git status:*)"}, Ask: []string{"Edit"},
@@ -124,19 +124,19 @@ func TestStoreReadsUnversionedConfig(t *testing.T) {
 		t.Fatalf("old header config:\n got  %s\n want %s", mustShow(*header.Config), mustShow(want))
 	}
 	// The last config record wins, as before.
-	tr, err := st.load("s1")
+	tr, err := st.Load("s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.config.Settings == nil || tr.config.Settings.Permissions.DefaultMode != permission.ModePlan || tr.config.Options != nil {
-		t.Fatalf("loaded config = %s", mustShow(tr.config))
+	if tr.Config.Settings == nil || tr.Config.Settings.Permissions.DefaultMode != permission.ModePlan || tr.Config.Options != nil {
+		t.Fatalf("loaded config = %s", mustShow(tr.Config))
 	}
 	// Written again, it is of the current version and reads back the same.
 	data, err := json.Marshal(want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back SessionConfig
+	var back Config
 	if err := json.Unmarshal(data, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -145,26 +145,26 @@ func TestStoreReadsUnversionedConfig(t *testing.T) {
 	}
 }
 
-func mustShow(c SessionConfig) string {
-	type plain SessionConfig // without MarshalJSON
+func mustShow(c Config) string {
+	type plain Config // without MarshalJSON
 	b, _ := json.Marshal(plain(c))
 	return string(b)
 }
 
 func TestStoreTornLastLine(t *testing.T) {
-	st, err := OpenStore(t.TempDir(), StoreOptions{})
+	st, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := st.create("s", SessionConfig{}, time.Now()); err != nil {
+	if err := st.Create("s", Config{}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	m := userMsg(model.TextBlock("one"))
-	if err := st.append("s", record{Type: recMessage, Message: &m}); err != nil {
+	if err := st.Append("s", Record{Kind: KindMessage, Message: &m}); err != nil {
 		t.Fatal(err)
 	}
-	st.release("s")
+	st.Release("s")
 	f, err := os.OpenFile(st.path("s"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -172,27 +172,27 @@ func TestStoreTornLastLine(t *testing.T) {
 	f.WriteString(`{"type":"message","message":{"role":"assist`) // a crash mid-write
 	f.Close()
 
-	tr, err := st.load("s")
+	tr, err := st.Load("s")
 	if err != nil {
 		t.Fatalf("load with a torn last line: %v", err)
 	}
-	if len(tr.messages) != 1 {
-		t.Fatalf("messages = %+v", tr.messages)
+	if len(tr.Messages) != 1 {
+		t.Fatalf("messages = %+v", tr.Messages)
 	}
 	// Appending after the repair yields a valid file.
 	m2 := model.Message{Role: model.RoleAssistant, Content: []model.Block{model.TextBlock("two")}}
-	if err := st.append("s", record{Type: recMessage, Message: &m2}); err != nil {
+	if err := st.Append("s", Record{Kind: KindMessage, Message: &m2}); err != nil {
 		t.Fatal(err)
 	}
-	st.release("s")
-	tr, err = st.load("s")
-	if err != nil || len(tr.messages) != 2 || tr.messages[1].Text() != "two" {
+	st.Release("s")
+	tr, err = st.Load("s")
+	if err != nil || len(tr.Messages) != 2 || tr.Messages[1].Text() != "two" {
 		t.Fatalf("after repair: %v %+v", err, tr)
 	}
 }
 
 func TestStoreRejectsCorruptMiddle(t *testing.T) {
-	st, err := OpenStore(t.TempDir(), StoreOptions{})
+	st, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestStoreRejectsCorruptMiddle(t *testing.T) {
 	if err := os.WriteFile(st.path("s"), []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = st.load("s")
+	_, err = st.Load("s")
 	if err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("load = %v, want an error naming line 2", err)
 	}
@@ -212,20 +212,20 @@ func TestCheckID(t *testing.T) {
 		"abc": true, "a.b-c_d": true, "0123": true,
 		"": false, "../x": false, ".hidden": false, "a/b": false, "a b": false, strings.Repeat("a", 129): false,
 	} {
-		if err := checkID(id); (err == nil) != ok {
-			t.Errorf("checkID(%q) = %v, want ok=%v", id, err, ok)
+		if err := CheckID(id); (err == nil) != ok {
+			t.Errorf("CheckID(%q) = %v, want ok=%v", id, err, ok)
 		}
 	}
 }
 
 func TestStoreListAndRemove(t *testing.T) {
-	st, err := OpenStore(t.TempDir(), StoreOptions{})
+	st, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	for _, id := range []string{"a", "b"} {
-		if err := st.create(id, SessionConfig{}, time.Now()); err != nil {
+		if err := st.Create(id, Config{}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -238,14 +238,14 @@ func TestStoreListAndRemove(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(st.Dir(), id, "toolu_1.txt"), []byte("output"), 0o600)
 	}
-	ids, err := st.list()
+	ids, err := st.IDs()
 	if err != nil || !reflect.DeepEqual(ids, []string{"a", "b"}) {
 		t.Fatalf("list = %v, %v", ids, err)
 	}
-	if err := st.remove("a"); err != nil {
+	if err := st.Remove("a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.load("a"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Load("a"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("load removed: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(st.Dir(), "a")); err == nil {
@@ -256,20 +256,20 @@ func TestStoreListAndRemove(t *testing.T) {
 	}
 }
 
-func TestDefaultStoreDir(t *testing.T) {
+func TestDefaultDir(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", "/state")
-	if d, _ := DefaultStoreDir(); d != "/state/toolwire/sessions" {
+	if d, _ := DefaultDir(); d != "/state/toolwire/sessions" {
 		t.Fatalf("with XDG_STATE_HOME: %s", d)
 	}
 	t.Setenv("XDG_STATE_HOME", "")
 	t.Setenv("HOME", "/home/u")
-	if d, _ := DefaultStoreDir(); d != "/home/u/.local/state/toolwire/sessions" {
+	if d, _ := DefaultDir(); d != "/home/u/.local/state/toolwire/sessions" {
 		t.Fatalf("without XDG_STATE_HOME: %s", d)
 	}
 }
 
 func TestStoreLatestListRemove(t *testing.T) {
-	st, err := OpenStore(t.TempDir(), StoreOptions{})
+	st, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,10 +287,10 @@ func TestStoreLatestListRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, c := range []struct{ id, dir string }{{"p1", "/src/p"}, {"q1", "/src/q"}, {"p2", "/src/p"}} {
-		if err := st.create(c.id, SessionConfig{Directory: c.dir, Model: "m"}, at); err != nil {
+		if err := st.Create(c.id, Config{Directory: c.dir, Model: "m"}, at); err != nil {
 			t.Fatal(err)
 		}
-		st.release(c.id)
+		st.Release(c.id)
 		// Updated times by file time: p1 is the newest in /src/p.
 		mt := at.Add(time.Duration(i) * time.Minute)
 		if c.id == "p1" {

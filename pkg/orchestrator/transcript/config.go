@@ -1,9 +1,8 @@
-package orchestrator
+package transcript
 
 import (
 	"encoding/json"
 	"fmt"
-
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
@@ -17,7 +16,47 @@ import (
 // protojson of the executor's wire messages; they are still read.
 const storedVersion = 1
 
-// storedConfig is SessionConfig as persisted in a transcript.
+// Config is the configuration of a session, as the orchestrator takes it
+// (orchestrator.SessionConfig is this type) and its transcript keeps it.
+type Config struct {
+	// Executor is the executor address ("embedded" for in-process). For a
+	// session placed from a pool it is the member chosen at creation.
+	Executor string
+	// Pool is the pool address the session was placed from, if any.
+	Pool string
+	// Model is the model name.
+	Model string
+	// SystemPrompt replaces the default system prompt.
+	SystemPrompt string
+	// AppendSystemPrompt is added at the end of the system prompt, the
+	// default one or SystemPrompt (orchestrator -p puts CLAUDE.md files
+	// and --append-system-prompt here).
+	AppendSystemPrompt string
+	// MaxTokens caps each response.
+	MaxTokens int
+	// MaxTurns caps model requests per user message.
+	MaxTurns int
+	// AllowedTools, when set, are the only tools offered (bare names).
+	AllowedTools []string
+	// DisallowedTools are never offered (bare names).
+	DisallowedTools []string
+	// Settings are the permission rules, mode and hooks for the executor.
+	// Only those travel: DisableBypass and Sandbox are the executor's own.
+	Settings *settings.Settings
+	// Workspace is the working directory on the executor.
+	Workspace string
+	// ThinkingBudget turns on extended thinking with this many tokens.
+	ThinkingBudget int
+	// Options are the executor's scheduling options.
+	Options *execapi.SessionOptions
+	// Directory is the directory of the client that created the session,
+	// on the client's machine (orchestrator -p's current directory), so
+	// that a client can find the latest conversation held in a directory
+	// (Store.Latest). The orchestrator does not use it otherwise.
+	Directory string
+}
+
+// storedConfig is Config as persisted in a transcript.
 type storedConfig struct {
 	Version         int             `json:"version,omitempty"`
 	Executor        string          `json:"executor,omitempty"`
@@ -155,7 +194,7 @@ func parseDuration(s string) (time.Duration, error) {
 }
 
 // MarshalJSON stores the configuration.
-func (c SessionConfig) MarshalJSON() ([]byte, error) {
+func (c Config) MarshalJSON() ([]byte, error) {
 	s := storedConfig{
 		Version:  storedVersion,
 		Executor: c.Executor, Pool: c.Pool, Model: c.Model, SystemPrompt: c.SystemPrompt, AppendSystem: c.AppendSystemPrompt,
@@ -178,12 +217,12 @@ func (c SessionConfig) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a stored configuration, of this version or of the
 // one before.
-func (c *SessionConfig) UnmarshalJSON(data []byte) error {
+func (c *Config) UnmarshalJSON(data []byte) error {
 	var s storedConfig
 	if err := json.Unmarshal(data, &s); err != nil {
 		return err
 	}
-	*c = SessionConfig{
+	*c = Config{
 		Executor: s.Executor, Pool: s.Pool, Model: s.Model, SystemPrompt: s.SystemPrompt, AppendSystemPrompt: s.AppendSystem,
 		MaxTokens: s.MaxTokens, MaxTurns: s.MaxTurns, AllowedTools: s.AllowedTools, DisallowedTools: s.DisallowedTools,
 		Workspace: s.Workspace, ThinkingBudget: s.ThinkingBudget, Directory: s.Directory,
@@ -213,102 +252,6 @@ func (c *SessionConfig) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("decode options: %w", err)
 		}
 		c.Options = &opts
-	}
-	return nil
-}
-
-// The configuration of transcripts written before storedVersion: settings
-// and options as the protojson of executorv1.Settings and SessionOptions
-// (field names in lowerCamelCase, enums by name, durations as "5s").
-
-type unversionedSettings struct {
-	Allow []string `json:"allow"`
-	Ask   []string `json:"ask"`
-	Deny  []string `json:"deny"`
-	Mode  string   `json:"mode"`
-	Hooks []struct {
-		Event    string `json:"event"`
-		Matcher  string `json:"matcher"`
-		Commands []struct {
-			Command string `json:"command"`
-			Timeout string `json:"timeout"`
-		} `json:"commands"`
-	} `json:"hooks"`
-}
-
-type unversionedOptions struct {
-	ResultOrder       string `json:"resultOrder"`
-	SiblingAbort      string `json:"siblingAbort"`
-	MaxConcurrency    int    `json:"maxConcurrency"`
-	DefaultTimeout    string `json:"defaultTimeout"`
-	PermissionTimeout string `json:"permissionTimeout"`
-}
-
-var unversionedModes = map[string]permission.Mode{
-	"": "", "PERMISSION_MODE_UNSPECIFIED": "",
-	"PERMISSION_MODE_DEFAULT":            permission.ModeDefault,
-	"PERMISSION_MODE_ACCEPT_EDITS":       permission.ModeAcceptEdits,
-	"PERMISSION_MODE_PLAN":               permission.ModePlan,
-	"PERMISSION_MODE_BYPASS_PERMISSIONS": permission.ModeBypass,
-}
-
-var unversionedEvents = map[string]settings.Event{
-	"HOOK_EVENT_PRE_TOOL_USE":  settings.PreToolUse,
-	"HOOK_EVENT_POST_TOOL_USE": settings.PostToolUse,
-}
-
-func (c *SessionConfig) readUnversioned(s storedConfig) error {
-	if len(s.Settings) > 0 {
-		var in unversionedSettings
-		if err := json.Unmarshal(s.Settings, &in); err != nil {
-			return fmt.Errorf("decode settings: %w", err)
-		}
-		mode, ok := unversionedModes[in.Mode]
-		if !ok {
-			return fmt.Errorf("decode settings: unknown permission mode %q", in.Mode)
-		}
-		set := settings.Settings{Permissions: settings.Permissions{Allow: in.Allow, Ask: in.Ask, Deny: in.Deny, DefaultMode: mode}}
-		for i, h := range in.Hooks {
-			ev, ok := unversionedEvents[h.Event]
-			if !ok {
-				return fmt.Errorf("decode settings: hooks[%d]: unknown event %q", i, h.Event)
-			}
-			m := settings.HookMatcher{Matcher: h.Matcher}
-			for _, cmd := range h.Commands {
-				timeout, err := parseDuration(cmd.Timeout)
-				if err != nil {
-					return fmt.Errorf("decode settings: hooks[%d]: %w", i, err)
-				}
-				m.Hooks = append(m.Hooks, settings.HookCommand{Command: cmd.Command, Timeout: timeout})
-			}
-			if set.Hooks == nil {
-				set.Hooks = map[settings.Event][]settings.HookMatcher{}
-			}
-			set.Hooks[ev] = append(set.Hooks[ev], m)
-		}
-		c.Settings = &set
-	}
-	if len(s.Options) > 0 {
-		var in unversionedOptions
-		if err := json.Unmarshal(s.Options, &in); err != nil {
-			return fmt.Errorf("decode options: %w", err)
-		}
-		o := execapi.SessionOptions{
-			ResultOrder:    execapi.OrderToolUse,
-			NoSiblingAbort: in.SiblingAbort == "SIBLING_ABORT_DISABLED",
-			MaxConcurrency: in.MaxConcurrency,
-		}
-		if in.ResultOrder == "RESULT_ORDER_COMPLETION" {
-			o.ResultOrder = execapi.OrderCompletion
-		}
-		var err error
-		if o.DefaultTimeout, err = parseDuration(in.DefaultTimeout); err != nil {
-			return fmt.Errorf("decode options: %w", err)
-		}
-		if o.PermissionTimeout, err = parseDuration(in.PermissionTimeout); err != nil {
-			return fmt.Errorf("decode options: %w", err)
-		}
-		c.Options = &o
 	}
 	return nil
 }
