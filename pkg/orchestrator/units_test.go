@@ -3,9 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -139,22 +137,5 @@ func TestNotificationText(t *testing.T) {
 		"<status>failed</status>\n<summary>Background command \"x\" failed with exit code 5</summary>\n</task-notification>"
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
-	}
-}
-
-// TestNoServerDependencies keeps the loop free of gRPC server code: the
-// gRPC edge (pkg/orchgrpc) depends on it, never the other way round.
-func TestNoServerDependencies(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		switch {
-		case strings.HasSuffix(dep, "/pkg/orchgrpc"), strings.HasSuffix(dep, "/pkg/execgrpc"),
-			strings.HasSuffix(dep, "/pkg/rpcserver"), strings.HasSuffix(dep, "/pkg/embedded"),
-			dep == "google.golang.org/grpc/reflection", dep == "google.golang.org/grpc/health":
-			t.Errorf("pkg/orchestrator depends on %s", dep)
-		}
 	}
 }

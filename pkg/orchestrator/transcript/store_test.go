@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/permission"
@@ -330,3 +332,5 @@ func TestStoreLatestListRemove(t *testing.T) {
 		t.Fatalf("Latest after Remove = %q, %v", id, err)
 	}
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
