@@ -112,7 +112,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	case <-ctx.Done():
 		log.Info("shutting down")
 	}
-	// Interrupt running turns first so Converse streams see them end.
+	// Readiness fails from the first moment of the drain, so that no new
+	// conversation comes while the running turns are interrupted.
+	srv.Health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	srv.Health.SetServingStatus(orchgrpc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+	// Interrupt running turns next so Converse streams see them end.
 	orch.Close()
 	srv.Shutdown(*grace)
 	log.Info("orchestrator stopped")
