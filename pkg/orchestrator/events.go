@@ -59,6 +59,8 @@ type ErrorInfo struct {
 	Message string
 	// Recoverable is true when the turn goes on.
 	Recoverable bool
+	// Err is the failure itself, for an edge to classify (its reason).
+	Err error
 }
 
 // Event is one thing that happened in a session. Seq increases by one per

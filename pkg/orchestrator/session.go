@@ -173,7 +173,7 @@ func (s *Session) publish(ev Event) Event { return s.events.publish(ev) }
 
 func (s *Session) publishError(kind string, err error, recoverable bool) {
 	s.log.Warn("turn error", "kind", kind, "recoverable", recoverable, "err", err)
-	s.publish(Event{Kind: EventError, Error: &ErrorInfo{Kind: kind, Message: err.Error(), Recoverable: recoverable}})
+	s.publish(Event{Kind: EventError, Error: &ErrorInfo{Kind: kind, Message: err.Error(), Recoverable: recoverable, Err: err}})
 }
 
 // errInterrupted is the cause of a turn stopped by Interrupt.

@@ -100,7 +100,7 @@ func eventToProto(ev orchestrator.Event) *orchestratorv1.ConverseResponse {
 		}}
 	case orchestrator.EventError:
 		r.Event = &orchestratorv1.ConverseResponse_Error{Error: &orchestratorv1.Error{
-			Kind: ev.Error.Kind, Message: ev.Error.Message, Recoverable: ev.Error.Recoverable,
+			Kind: ev.Error.Kind, Message: ev.Error.Message, Recoverable: ev.Error.Recoverable, Reason: eventReason(ev.Error.Err),
 		}}
 	case orchestrator.EventTurnComplete:
 		t := ev.Turn

@@ -119,3 +119,23 @@ func errorKind(err error) string {
 	}
 	return "internal"
 }
+
+// eventReason is the reason of an error event: the one a status for the
+// same failure carries (see toStatus), where one fits. A session that is
+// closed is SESSION_CLOSED, as the Converse stream itself ends with. A
+// failure no reason names (a model API error, a cut stream, the max-turns
+// guard, a bug) has none: the event's kind says what failed.
+func eventReason(err error) string {
+	if err == nil {
+		return ""
+	}
+	if errors.Is(err, orchestrator.ErrClosed) {
+		return rpcerr.SessionClosed
+	}
+	switch r := rpcerr.Reason(toStatus(err)); r {
+	case rpcerr.Internal, rpcerr.Canceled, rpcerr.DeadlineExceeded:
+		return ""
+	default:
+		return r
+	}
+}

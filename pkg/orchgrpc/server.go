@@ -227,7 +227,7 @@ func (c *conversation) receive() error {
 			if serr := c.send(&orchestratorv1.ConverseResponse{
 				Sequence: c.sess.LastSequence(),
 				Event: &orchestratorv1.ConverseResponse_Error{Error: &orchestratorv1.Error{
-					Kind: errorKind(err), Message: err.Error(), Recoverable: true,
+					Kind: errorKind(err), Message: err.Error(), Recoverable: true, Reason: eventReason(err),
 				}},
 			}); serr != nil {
 				return serr

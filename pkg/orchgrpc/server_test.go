@@ -29,6 +29,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 	"github.com/toolwire/toolwire/pkg/orchgrpc"
+	"github.com/toolwire/toolwire/pkg/rpcerr"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 )
 
@@ -343,7 +344,7 @@ func TestErrorsMapToStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		if er := r.GetError(); er != nil {
-			if er.GetKind() != "busy" || !er.GetRecoverable() {
+			if er.GetKind() != "busy" || er.GetReason() != rpcerr.SessionBusy || !er.GetRecoverable() {
 				t.Fatalf("error = %v", er)
 			}
 			break
