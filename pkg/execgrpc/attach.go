@@ -45,6 +45,7 @@ func (l *link) Resume(ctx context.Context, window time.Duration) error {
 	if old.alive() {
 		return nil // resumed by someone else meanwhile
 	}
+	<-old.done // the events it received are handed on first
 	if r := old.hello.Retention; r > 0 && r < window {
 		window = r
 	}
@@ -79,6 +80,7 @@ func (l *link) Reconnect(ctx context.Context, window time.Duration) error {
 	if old.alive() {
 		return nil
 	}
+	<-old.done
 	l.log.Warn("executor stream broke; reconnecting", "err", old.err)
 	retry := []backoff.RetryOption{backoff.WithBackOff(retryPacing()), backoff.WithMaxTries(1)}
 	if window > 0 {

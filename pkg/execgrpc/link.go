@@ -47,9 +47,14 @@ type stream struct {
 	err  error         // why it ended; read after done
 }
 
+// broken is closed as soon as the stream has ended, for any reason: gRPC
+// ends a stream's context then, before the receiving goroutine sees the
+// error and before it has handed on the events already received (done).
+func (st *stream) broken() <-chan struct{} { return st.rpc.Context().Done() }
+
 func (st *stream) alive() bool {
 	select {
-	case <-st.done:
+	case <-st.broken():
 		return false
 	default:
 		return true
@@ -60,7 +65,7 @@ func (st *stream) send(req *executorv1.ExecuteRequest) error {
 	st.sendMu.Lock()
 	defer st.sendMu.Unlock()
 	if !st.alive() {
-		return fmt.Errorf("%w: the stream to the executor is broken: %w", execapi.ErrUnavailable, st.err)
+		return fmt.Errorf("%w: the stream to the executor is broken", execapi.ErrUnavailable)
 	}
 	if err := st.rpc.Send(req); err != nil {
 		return fmt.Errorf("%w: %w", execapi.ErrUnavailable, err)
@@ -71,6 +76,12 @@ func (st *stream) send(req *executorv1.ExecuteRequest) error {
 // close half-closes the stream, which ends the executor's session once its
 // calls have their results, and waits (bounded) for the stream to end.
 func (st *stream) close() {
+	if !st.alive() {
+		// Nothing to half-close: the stream is over.
+		st.cancel()
+		<-st.done
+		return
+	}
 	st.sendMu.Lock()
 	_ = st.rpc.CloseSend()
 	st.sendMu.Unlock()
@@ -92,7 +103,7 @@ func (l *link) current() *stream {
 
 func (l *link) Hello() execapi.Hello { return l.current().hello }
 
-func (l *link) Broken() <-chan struct{} { return l.current().done }
+func (l *link) Broken() <-chan struct{} { return l.current().broken() }
 
 func (l *link) send(req *executorv1.ExecuteRequest) error { return l.current().send(req) }
 

@@ -58,8 +58,11 @@ func (s *Session) connect(ctx context.Context) (execapi.Link, []model.Tool, erro
 		err = fmt.Errorf("%w: %s is draining or unreachable", ErrExecutorUnavailable, addr)
 	} else {
 		err = s.reach(ctx, addr, pooled)
-		if err == nil || !pooled || ctx.Err() != nil {
-			return s.link, s.tools, err
+		switch {
+		case err == nil:
+			return s.link, s.tools, nil
+		case !pooled || ctx.Err() != nil:
+			return nil, nil, err
 		}
 		if isDraining(err) {
 			placer.Draining(s.cfg.Pool, addr)

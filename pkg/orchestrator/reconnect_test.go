@@ -2,6 +2,9 @@ package orchestrator_test
 
 import (
 	"context"
+	"log/slog"
+
+	"github.com/toolwire/toolwire/internal/testkit"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -94,9 +97,23 @@ func newGatedSession(t *testing.T, h *harness, window time.Duration) (*orchestra
 	if err != nil {
 		t.Fatal(err)
 	}
+	var logs testkit.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("orchestrator logs:\n%s", logs.String())
+		}
+	})
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	executors, err := execgrpc.NewClient(execgrpc.ClientConfig{
+		Conn:   func(context.Context, string) (grpc.ClientConnInterface, error) { return g, nil },
+		Logger: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	orch, err := orchestrator.New(orchestrator.Config{
 		Model: client, DefaultExecutor: "embedded", ResumeWindow: window,
-		Executor: executorClient(t, g),
+		Executor: executors, Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)
