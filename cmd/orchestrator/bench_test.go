@@ -14,10 +14,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
+	"github.com/toolwire/toolwire/pkg/permission"
+	"github.com/toolwire/toolwire/pkg/settings"
 )
 
 // BenchmarkLoopOverhead measures the orchestrator's own share of a tool
@@ -76,8 +79,8 @@ func BenchmarkLoopOverhead(b *testing.B) {
 			var gaps, tails []time.Duration
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
-				sess, err := orch.Create(context.Background(), "", orchestrator.SessionConfig{Settings: &executorv1.Settings{
-					Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS,
+				sess, err := orch.Create(context.Background(), "", orchestrator.SessionConfig{Settings: &settings.Settings{
+					Permissions: settings.Permissions{DefaultMode: permission.ModeBypass},
 				}})
 				if err != nil {
 					b.Fatal(err)
@@ -127,7 +130,7 @@ func lastResult(sess *orchestrator.Session) time.Time {
 			return last
 		}
 		if ev.Kind == orchestrator.EventToolResult {
-			if t := ev.Result.GetTiming().GetFinishedAt().AsTime(); t.After(last) {
+			if t := ev.Result.FinishedAt; t.After(last) {
 				last = t
 			}
 		}
@@ -163,14 +166,19 @@ func benchOrchestrator(b *testing.B, fake *fakeapi.Server, addr string) (*orches
 	if err != nil {
 		b.Fatal(err)
 	}
-	client := executorv1.NewExecutorServiceClient(conn)
-	st, err := orchestrator.OpenStore(b.TempDir(), orchestrator.StoreOptions{})
+	executors, err := execgrpc.NewClient(execgrpc.ClientConfig{
+		Conn: func(context.Context, string) (grpc.ClientConnInterface, error) { return conn, nil },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := transcript.Open(b.TempDir(), transcript.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	orch, err := orchestrator.New(orchestrator.Config{
 		Model:           mc,
-		Dial:            func(context.Context, string) (executorv1.ExecutorServiceClient, error) { return client, nil },
+		Executor:        executors,
 		DefaultExecutor: addr,
 		Store:           st,
 	})

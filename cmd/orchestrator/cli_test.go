@@ -425,7 +425,7 @@ func TestSignalEndsTheTurn(t *testing.T) {
 			if !strings.Contains(log.String(), "--resume") {
 				t.Fatalf("stderr does not say how to go on:\n%s", log.String())
 			}
-			msgs := transcript(t, sessions)
+			msgs := savedMessages(t, sessions)
 			last := msgs[len(msgs)-1]
 			if last.Role != model.RoleUser || len(last.Content) != 2 || last.Content[1].Text != "[Request interrupted by user]" {
 				t.Fatalf("last message of the transcript = %+v", last)
@@ -440,8 +440,8 @@ func TestSignalEndsTheTurn(t *testing.T) {
 	}
 }
 
-// transcript returns the messages of the only transcript in dir.
-func transcript(t *testing.T, dir string) []model.Message {
+// savedMessages returns the messages of the only transcript in dir.
+func savedMessages(t *testing.T, dir string) []model.Message {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if len(files) != 1 {

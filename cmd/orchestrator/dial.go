@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/embedded"
+	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/settings"
@@ -56,8 +56,15 @@ func (d *dialer) setSandboxSettings(s settings.Sandbox) {
 	}
 }
 
-// Dial returns a client for addr ("embedded" or host:port).
-func (d *dialer) Dial(ctx context.Context, addr string) (executorv1.ExecutorServiceClient, error) {
+// executors returns the orchestrator's client of its executors, over the
+// dialer's connections.
+func (d *dialer) executors(log *slog.Logger) (*execgrpc.Client, error) {
+	return execgrpc.NewClient(execgrpc.ClientConfig{Conn: d.Conn, Logger: log})
+}
+
+// Conn returns the connection to addr ("embedded" or host:port), starting
+// the in-process executor on first use.
+func (d *dialer) Conn(ctx context.Context, addr string) (grpc.ClientConnInterface, error) {
 	if addr == "" || addr == embeddedAddr {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -69,13 +76,13 @@ func (d *dialer) Dial(ctx context.Context, addr string) (executorv1.ExecutorServ
 			d.emb = emb
 			d.log.Info("embedded executor started", "root", d.embeddedCfg.Root)
 		}
-		return d.emb.Client(), nil
+		return d.emb.Conn(), nil
 	}
 	conn, err := d.conn(addr)
 	if err != nil {
 		return nil, err
 	}
-	return executorv1.NewExecutorServiceClient(conn), nil
+	return conn, nil
 }
 
 // conn returns the shared connection to the remote executor at addr.

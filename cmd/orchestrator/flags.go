@@ -14,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/settings"
@@ -227,16 +228,16 @@ func (c *common) sessionsDirectory() (string, error) {
 	if c.sessionsDir != "" {
 		return c.sessionsDir, nil
 	}
-	return orchestrator.DefaultStoreDir()
+	return transcript.DefaultDir()
 }
 
 // store opens the transcript store.
-func (c *common) store() (*orchestrator.Store, error) {
+func (c *common) store() (*transcript.Store, error) {
 	dir, err := c.sessionsDirectory()
 	if err != nil {
 		return nil, err
 	}
-	st, err := orchestrator.OpenStore(dir, orchestrator.StoreOptions{})
+	st, err := transcript.Open(dir, transcript.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("--sessions-dir: %w", err)
 	}

@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/permission"
+	"github.com/toolwire/toolwire/pkg/settings"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 func TestSplitRules(t *testing.T) {
@@ -61,13 +64,15 @@ func TestLoadSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(s.Allow, []string{"Read", "Bash(git status)"}) || s.Deny[0] != "Bash(rm:*)" || s.Ask[0] != "Write" ||
-		s.Mode != executorv1.PermissionMode_PERMISSION_MODE_ACCEPT_EDITS {
-		t.Fatalf("settings = %v", s)
+	p := s.Permissions
+	if !reflect.DeepEqual(p.Allow, []string{"Read", "Bash(git status)"}) || p.Deny[0] != "Bash(rm:*)" || p.Ask[0] != "Write" ||
+		p.DefaultMode != permission.ModeAcceptEdits {
+		t.Fatalf("settings = %+v", s)
 	}
-	if len(s.Hooks) != 1 || s.Hooks[0].GetEvent() != executorv1.HookEvent_HOOK_EVENT_PRE_TOOL_USE || s.Hooks[0].GetMatcher() != "Bash" ||
-		s.Hooks[0].GetCommands()[0].GetCommand() != "check.sh" || s.Hooks[0].GetCommands()[0].GetTimeout().AsDuration() != 5*time.Second {
-		t.Fatalf("hooks = %v", s.Hooks)
+	pre := s.Hooks[settings.PreToolUse]
+	if len(s.Hooks) != 1 || len(pre) != 1 || pre[0].Matcher != "Bash" ||
+		pre[0].Hooks[0].Command != "check.sh" || pre[0].Hooks[0].Timeout != 5*time.Second {
+		t.Fatalf("hooks = %+v", s.Hooks)
 	}
 
 	for name, tc := range map[string]struct{ content, want string }{
@@ -97,7 +102,10 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestCheckToolNames(t *testing.T) {
-	defs := []*executorv1.ToolDefinition{{Name: "Bash"}, {Name: "Read"}, {Name: "TaskOutput"}, {Name: "TaskStop"}}
+	var defs []execapi.ToolInfo
+	for _, name := range []string{"Bash", "Read", "TaskOutput", "TaskStop"} {
+		defs = append(defs, execapi.ToolInfo{Spec: tool.Spec{Name: name}})
+	}
 	offer, hide, err := checkToolNames(defs, []string{"Read", "BashOutput", "default"}, []string{"Bash(git log:*)", "KillShell"}, []string{"Bash", "Read(./.env)", "KillShell"})
 	if err != nil || !reflect.DeepEqual(offer, []string{"Read", "TaskOutput"}) || !reflect.DeepEqual(hide, []string{"Bash", "TaskStop"}) {
 		t.Fatalf("offer %q, hide %q, %v", offer, hide, err)

@@ -13,10 +13,12 @@ import (
 	"strings"
 	"time"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/settings"
 	"github.com/toolwire/toolwire/pkg/telemetry"
 )
 
@@ -148,9 +150,13 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer dial.Close()
 	place := newPlacer(ctx, dial, log)
 	defer place.Close()
+	executors, err := dial.executors(log)
+	if err != nil {
+		return 1, err
+	}
 	orch, err := orchestrator.New(orchestrator.Config{
 		Model:           client,
-		Dial:            dial.Dial,
+		Executor:        executors,
 		Placer:          place,
 		ResumeWindow:    c.resumeWindow,
 		DefaultExecutor: c.executorAddr(),
@@ -164,7 +170,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer orch.Close()
 
-	sess, err := openSession(ctx, orch, store, &c, &h, runEnv{dir: dir, client: client, dial: dial, place: place, getenv: getenv, log: log})
+	sess, err := openSession(ctx, orch, store, &c, &h, runEnv{dir: dir, client: client, dial: dial, executors: executors, place: place, getenv: getenv, log: log})
 	if errors.Is(err, orchestrator.ErrInvalid) {
 		err = usageError{err}
 	}
@@ -215,12 +221,13 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 // runEnv is what openSession needs of the run besides the flags.
 type runEnv struct {
-	dir    string // the client's directory
-	client *model.Client
-	dial   *dialer
-	place  *placer
-	getenv func(string) string
-	log    *slog.Logger
+	dir       string // the client's directory
+	client    *model.Client
+	dial      *dialer
+	executors orchestrator.Executor
+	place     *placer
+	getenv    func(string) string
+	log       *slog.Logger
 }
 
 // openSession creates the run's session, or loads the one --resume or
@@ -232,7 +239,7 @@ type runEnv struct {
 // files: a resumed conversation gets those of the new run, not the old
 // one's. The model, --max-tokens, --max-turns and --thinking-budget stay
 // what the conversation had unless given again.
-func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *orchestrator.Store, c *common, h *headlessFlags, r runEnv) (*orchestrator.Session, error) {
+func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *transcript.Store, c *common, h *headlessFlags, r runEnv) (*orchestrator.Session, error) {
 	var (
 		sess *orchestrator.Session
 		old  orchestrator.SessionConfig
@@ -277,9 +284,9 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *or
 	// session's, they would narrow --allowed-domains down to the files'.
 	r.dial.setSandboxSettings(sandboxSettings)
 	if embedded {
-		permissions.Network = nil
+		permissions.Sandbox.Network = settings.Network{}
 	}
-	defs, err := listTools(ctx, r.dial, r.place, target)
+	defs, err := listTools(ctx, r.executors, r.place, target)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +296,7 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *or
 	}
 	if h.given("tools") && len(h.tools) == 0 {
 		for _, d := range defs { // --tools "": no tools at all
-			hide = append(hide, d.GetName())
+			hide = append(hide, d.Name)
 		}
 	}
 	var appended []string
@@ -344,7 +351,7 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *or
 
 // listTools asks the executor at target (a member of it, for a pool)
 // which tools it has.
-func listTools(ctx context.Context, dial *dialer, place *placer, target string) ([]*executorv1.ToolDefinition, error) {
+func listTools(ctx context.Context, executors orchestrator.Executor, place *placer, target string) ([]execapi.ToolInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	addr, release, err := place.Place(ctx, target)
@@ -352,15 +359,11 @@ func listTools(ctx context.Context, dial *dialer, place *placer, target string) 
 		return nil, fmt.Errorf("%w: %w", orchestrator.ErrExecutorUnavailable, err)
 	}
 	defer release()
-	client, err := dial.Dial(ctx, addr)
+	tools, err := executors.ListTools(ctx, addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", orchestrator.ErrExecutorUnavailable, addr, err)
+		return nil, fmt.Errorf("%w: %w", orchestrator.ErrExecutorUnavailable, err)
 	}
-	resp, err := client.ListTools(ctx, &executorv1.ListToolsRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: list tools: %w", orchestrator.ErrExecutorUnavailable, addr, err)
-	}
-	return resp.GetTools(), nil
+	return tools, nil
 }
 
 // clientDir returns the current directory, links resolved, as sessions
@@ -399,11 +402,11 @@ func projectDir(embedded bool, root, workspace, clientDir string) string {
 
 // denyUnattended refuses every permission request: in headless mode there
 // is nobody to ask.
-func denyUnattended(_ string, req *executorv1.PermissionRequest) *executorv1.PermissionDecision {
-	return &executorv1.PermissionDecision{
-		ToolUseId: req.GetToolUseId(),
-		Behavior:  executorv1.PermissionBehavior_PERMISSION_BEHAVIOR_DENY,
+func denyUnattended(_ string, req execapi.PermissionRequest) *execapi.PermissionDecision {
+	return &execapi.PermissionDecision{
+		ToolUseID: req.ToolUseID,
+		Behavior:  execapi.PermissionDeny,
 		Message: fmt.Sprintf("Permission to use %s was not granted: this session runs headless with nobody to ask. "+
-			"The user can allow it with --allowedTools or --permission-mode.", req.GetToolName()),
+			"The user can allow it with --allowedTools or --permission-mode.", req.ToolName),
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	orchestratorv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
 	"github.com/toolwire/toolwire/pkg/healthprobe"
+	"github.com/toolwire/toolwire/pkg/orchgrpc"
 )
 
 // health probes an orchestrator server's gRPC health service once: the
@@ -21,7 +21,7 @@ func health(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	err := healthprobe.Command{
 		Program: "orchestrator",
 		Addr:    "127.0.0.1:7071",
-		Service: orchestratorv1.OrchestratorService_ServiceDesc.ServiceName,
+		Service: orchgrpc.ServiceName,
 		Getenv:  getenv,
 	}.Run(ctx, args, stdout, stderr)
 	switch {

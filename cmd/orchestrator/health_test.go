@@ -2,12 +2,20 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	orchv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 )
@@ -56,4 +64,83 @@ func TestHealth(t *testing.T) {
 		t.Fatalf("orchestrator serve exited with %v after SIGTERM", err)
 	}
 	check(health("--addr", addr, "--insecure", "--live"), 1, "Unavailable")
+}
+
+// orchestrator serve reports NOT_SERVING as the first step of its
+// shutdown, before it interrupts the running turns, so that readiness
+// fails for the whole drain. Here the drain lasts: the turn's executor is
+// stopped (SIGSTOP), so the orchestrator waits its abort grace for the
+// interrupted call's result.
+func TestServeIsNotServingWhileItDrains(t *testing.T) {
+	root := sandboxtest.Dir(t)
+	toolsvc, proc := startToolsvcProcess(t, root)
+	t.Cleanup(func() { _ = proc.Signal(syscall.SIGCONT) }) // before the SIGTERM of startToolsvc's cleanup
+	fake := fakeapi.New(t, fakeapi.ToolTurn(fakeapi.ToolUse("toolu_long", "Bash", map[string]any{"command": "sleep 60"})))
+	addr, stop := startServe(t, fake, "--executor", toolsvc, "--executor-insecure", "--sessions-dir", t.TempDir())
+
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := orchv1.NewOrchestratorServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	created, err := client.CreateSession(ctx, &orchv1.CreateSessionRequest{
+		Config: &orchv1.SessionConfig{Settings: &executorv1.Settings{Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := client.Converse(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream.Send(&orchv1.ConverseRequest{Msg: &orchv1.ConverseRequest_Attach{Attach: &orchv1.Attach{SessionId: created.GetSession().GetId()}}})
+	stream.Send(&orchv1.ConverseRequest{Msg: &orchv1.ConverseRequest_UserMessage{UserMessage: &orchv1.UserMessage{Text: "wait"}}})
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("before the call was sent: %v", err)
+		}
+		if r.GetToolUse().GetId() == "toolu_long" {
+			break
+		}
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+
+	// Until the orchestrator has taken the signal it may still say SERVING;
+	// from then on, and while it waits for the stopped executor, it must
+	// say NOT_SERVING, not vanish.
+	var last result
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		cmd := exec.Command(orchestratorBin, "health", "--addr", addr, "--insecure")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		last = result{stdout: stdout.String(), stderr: stderr.String()}
+		if err == nil {
+			continue
+		}
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatal(err)
+		}
+		last.code = exit.ExitCode()
+		break
+	}
+	if last.code != 1 || !strings.Contains(last.stderr, "NOT_SERVING") {
+		t.Fatalf("orchestrator health during the drain exited %d\nstdout: %q\nstderr: %q", last.code, last.stdout, last.stderr)
+	}
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("orchestrator serve exited with %v after SIGTERM", err)
+	}
 }

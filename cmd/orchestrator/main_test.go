@@ -63,6 +63,13 @@ func TestMain(m *testing.M) {
 // startToolsvc runs `toolsvc serve` on a free loopback port.
 func startToolsvc(t testing.TB, root string) string {
 	t.Helper()
+	addr, _ := startToolsvcProcess(t, root)
+	return addr
+}
+
+// startToolsvcProcess is startToolsvc that also returns the process.
+func startToolsvcProcess(t testing.TB, root string) (string, *os.Process) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +99,7 @@ func startToolsvc(t testing.TB, root string) string {
 	if err := rpcserver.WaitServing(ctx, conn, "toolwire.executor.v1.ExecutorService"); err != nil {
 		t.Fatalf("toolsvc at %s not serving: %v", addr, err)
 	}
-	return addr
+	return addr, cmd.Process
 }
 
 type result struct {

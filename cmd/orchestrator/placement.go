@@ -73,6 +73,17 @@ func (p *placer) Leaving(target, addr string) bool {
 	return false
 }
 
+// Draining tells the pool of target that its member addr refused a session
+// because it drains.
+func (p *placer) Draining(target, addr string) {
+	if !execpool.IsPool(target) {
+		return
+	}
+	if pool, err := p.pool(target); err == nil {
+		pool.Draining(addr)
+	}
+}
+
 func (p *placer) pool(target string) (*execpool.Pool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -12,9 +12,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 // printer writes a headless turn in one of the output formats: text (the
@@ -90,7 +91,7 @@ func (p *printer) follow(ctx context.Context, sub *orchestrator.Subscription) {
 			p.uses[ev.ToolUse.ID] = *ev.ToolUse
 			p.say("⏺ %s\n", callLabel(ev.ToolUse.Name, ev.ToolUse.InputJSON))
 		case orchestrator.EventToolStarted:
-			if u, ok := p.uses[ev.Started.GetToolUseId()]; ok {
+			if u, ok := p.uses[ev.Started.ToolUseID]; ok {
 				p.running[u.ID] = &runningCall{label: callLabel(u.Name, u.InputJSON)}
 				p.showStatus(u.ID)
 			}
@@ -121,8 +122,8 @@ func (p *printer) follow(ctx context.Context, sub *orchestrator.Subscription) {
 			n := ev.Notification
 			p.emit(obj{
 				"type": "system", "subtype": "task_notification", "session_id": p.sess.ID(),
-				"task_id": n.GetTaskId(), "tool_use_id": n.GetToolUseId(), "status": n.GetStatus(),
-				"output_file": n.GetOutputPath(), "summary": n.GetSummary(),
+				"task_id": n.TaskID, "tool_use_id": n.ToolUseID, "status": n.Status,
+				"output_file": n.OutputPath, "summary": n.Summary,
 			})
 		case orchestrator.EventTurnComplete:
 			return
@@ -152,10 +153,10 @@ func (p *printer) message(ev orchestrator.Event) {
 }
 
 // progress shows new output of a running call.
-func (p *printer) progress(pr *executorv1.Progress) {
-	id := pr.GetToolUseId()
-	if p.verbose != nil && len(pr.GetOutput()) > 0 {
-		text := p.partial[id] + string(pr.GetOutput())
+func (p *printer) progress(pr *execapi.Progress) {
+	id := pr.ToolUseID
+	if p.verbose != nil && len(pr.Output) > 0 {
+		text := p.partial[id] + string(pr.Output)
 		lines := strings.Split(text, "\n")
 		p.partial[id] = lines[len(lines)-1]
 		for _, l := range lines[:len(lines)-1] {
@@ -163,8 +164,8 @@ func (p *printer) progress(pr *executorv1.Progress) {
 		}
 	}
 	if rc := p.running[id]; rc != nil {
-		rc.elapsed, rc.lines = pr.GetElapsed().AsDuration(), pr.GetTotalLines()
-		if last := lastLine(pr.GetOutput()); last != "" {
+		rc.elapsed, rc.lines = pr.Elapsed, pr.TotalLines
+		if last := lastLine(pr.Output); last != "" {
 			rc.lastLine = last
 		}
 		p.showStatus(id)
@@ -173,8 +174,8 @@ func (p *printer) progress(pr *executorv1.Progress) {
 
 // result notes a call's end: a denial for the json result, the end of its
 // output with --verbose.
-func (p *printer) result(r *executorv1.Result) {
-	id := r.GetToolUseId()
+func (p *printer) result(r *execapi.CallResult) {
+	id := r.ToolUseID
 	delete(p.running, id)
 	if len(p.running) == 0 {
 		p.status.clear()
@@ -184,11 +185,11 @@ func (p *printer) result(r *executorv1.Result) {
 	}
 	delete(p.partial, id)
 	summary := "done"
-	if r.GetIsError() {
-		summary = "error: " + oneLine(firstLine(resultText(r)), 200)
+	if r.IsError {
+		summary = "error: " + oneLine(firstLine(r.TextContent()), 200)
 	}
 	p.say("  ⎿ %s\n", summary)
-	if r.GetOutcome() == executorv1.Outcome_OUTCOME_DENIED {
+	if r.FinalOutcome() == tool.OutcomeDenied {
 		u := p.uses[id]
 		var input any = obj{}
 		if json.Valid([]byte(u.InputJSON)) {
@@ -293,14 +294,6 @@ func callLabel(name, inputJSON string) string {
 		arg = inputJSON
 	}
 	return fmt.Sprintf("%s(%s)", name, oneLine(arg, 80))
-}
-
-func resultText(r *executorv1.Result) string {
-	var b strings.Builder
-	for _, c := range r.GetContent() {
-		b.WriteString(c.GetText().GetText())
-	}
-	return b.String()
 }
 
 func firstLine(s string) string {

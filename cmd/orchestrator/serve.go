@@ -10,7 +10,6 @@ import (
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	orchestratorv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/orchgrpc"
@@ -80,15 +79,19 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	if c.executor == "" {
 		// Start the in-process executor now, so that a setup error stops
 		// the server rather than every session.
-		if _, err := dial.Dial(ctx, embeddedAddr); err != nil {
+		if _, err := dial.Conn(ctx, embeddedAddr); err != nil {
 			return err
 		}
 	}
 	place := newPlacer(ctx, dial, log)
 	defer place.Close()
+	executors, err := dial.executors(log)
+	if err != nil {
+		return err
+	}
 	orch, err := orchestrator.New(orchestrator.Config{
 		Model:           client,
-		Dial:            dial.Dial,
+		Executor:        executors,
 		Placer:          place,
 		ResumeWindow:    c.resumeWindow,
 		DefaultExecutor: c.executorAddr(),
@@ -109,8 +112,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		return fmt.Errorf("--listen: %w", err)
 	}
 	srv := rpcserver.New(log, secure...)
-	orchestratorv1.RegisterOrchestratorServiceServer(srv.Server, orchgrpc.NewServer(orch, log))
-	srv.Health.SetServingStatus(orchestratorv1.OrchestratorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	orchgrpc.NewServer(orch, log).Register(srv.Server)
+	srv.Health.SetServingStatus(orchgrpc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
 	log.Info("orchestrator listening", "addr", lis.Addr().String(), "executor", c.executorAddr(),
@@ -122,7 +125,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	case <-ctx.Done():
 		log.Info("shutting down")
 	}
-	// Interrupt running turns first so Converse streams see them end.
+	// Readiness fails from the first moment of the drain, so that no new
+	// conversation comes while the running turns are interrupted.
+	srv.Health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	srv.Health.SetServingStatus(orchgrpc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+	// Interrupt running turns next so Converse streams see them end.
 	orch.Close()
 	srv.Shutdown(*grace)
 	log.Info("orchestrator stopped")

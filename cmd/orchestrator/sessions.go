@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 )
 
 const sessionsUsage = `Usage:
@@ -76,7 +76,7 @@ func sessions(args []string, stdout, stderr io.Writer) error {
 
 // listSessions prints the stored conversations of dir, or of every
 // directory when dir is "".
-func listSessions(w io.Writer, store *orchestrator.Store, dir string, asJSON bool) error {
+func listSessions(w io.Writer, store *transcript.Store, dir string, asJSON bool) error {
 	list, err := store.List()
 	if err != nil {
 		return err

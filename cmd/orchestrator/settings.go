@@ -7,32 +7,30 @@ import (
 	"slices"
 	"strings"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/settings"
-	"github.com/toolwire/toolwire/pkg/settings/settingspb"
 )
 
-// parseMode converts a permission mode name to its wire form.
-func parseMode(name string) (executorv1.PermissionMode, error) {
+// parseMode reads a permission mode name; empty is an error.
+func parseMode(name string) (permission.Mode, error) {
 	m, err := permission.ParseMode(name)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	if m == "" {
-		return 0, fmt.Errorf("empty permission mode (use default, acceptEdits, plan or bypassPermissions)")
+		return "", fmt.Errorf("empty permission mode (use default, acceptEdits, plan or bypassPermissions)")
 	}
-	return settingspb.ToProto(settings.Settings{Permissions: settings.Permissions{DefaultMode: m}}).GetMode(), nil
+	return m, nil
 }
 
 // modeName returns the name of a session's permission mode, "default"
 // when none is set.
-func modeName(s *executorv1.Settings) string {
-	d, err := settingspb.FromProto(s)
-	if err != nil || d.Permissions.DefaultMode == "" {
+func modeName(s *settings.Settings) string {
+	if s == nil || s.Permissions.DefaultMode == "" {
 		return string(permission.ModeDefault)
 	}
-	return string(d.Permissions.DefaultMode)
+	return string(s.Permissions.DefaultMode)
 }
 
 // settingsSource reads the value of --settings: inline JSON when it starts
@@ -50,13 +48,13 @@ func settingsSource(value string) (settings.Source, error) {
 }
 
 // loadSettings reads --settings (a file or inline JSON, Claude Code's
-// settings.json shape) into the form sessions pass to the executor, and
-// keeps its sandbox lists for the in-process executor; an empty value
-// gives empty settings. A malformed file is refused with the line of the
+// settings.json shape) for the sessions to pass to the executor, and keeps
+// its sandbox lists for the in-process executor; an empty value gives
+// empty settings. A malformed file is refused with the line of the
 // mistake.
-func (c *common) loadSettings() (*executorv1.Settings, error) {
+func (c *common) loadSettings() (*settings.Settings, error) {
 	if c.settings == "" {
-		return &executorv1.Settings{}, nil
+		return &settings.Settings{}, nil
 	}
 	src, err := settingsSource(c.settings)
 	if err != nil {
@@ -67,14 +65,13 @@ func (c *common) loadSettings() (*executorv1.Settings, error) {
 		return nil, err
 	}
 	c.sandboxSettings = s.Sandbox
-	p := settingspb.ToProto(s)
 	if c.executor == "" {
 		// The in-process executor has the network lists as its own
 		// (operator's) policy already; as a session's they would narrow
 		// --allowed-domains down to the file's list.
-		p.Network = nil
+		s.Sandbox.Network = settings.Network{}
 	}
-	return p, nil
+	return &s, nil
 }
 
 // userConfigDir is Claude Code's configuration directory: $CLAUDE_CONFIG_DIR,
@@ -103,7 +100,7 @@ type permissionFlags struct {
 // added to the files' rules, the mode replacing theirs). A mistake in a
 // settings file is an error naming the file and line; one in a flag is a
 // usage error naming the value.
-func runSettings(userDir, projectDir string, f permissionFlags) (*executorv1.Settings, settings.Sandbox, error) {
+func runSettings(userDir, projectDir string, f permissionFlags) (*settings.Settings, settings.Sandbox, error) {
 	for _, l := range []struct {
 		flag  string
 		rules []string
@@ -114,7 +111,7 @@ func runSettings(userDir, projectDir string, f permissionFlags) (*executorv1.Set
 			}
 		}
 	}
-	var mode executorv1.PermissionMode
+	var mode permission.Mode
 	if f.mode != "" {
 		var err error
 		if mode, err = parseMode(f.mode); err != nil {
@@ -139,13 +136,13 @@ func runSettings(userDir, projectDir string, f permissionFlags) (*executorv1.Set
 	if err != nil {
 		return nil, settings.Sandbox{}, err
 	}
-	s := settingspb.ToProto(merged)
-	s.Allow = appendNew(s.Allow, f.allowed)
-	s.Deny = appendNew(s.Deny, f.disallowed)
-	if mode != 0 {
-		s.Mode = mode
+	s := merged
+	s.Permissions.Allow = appendNew(s.Permissions.Allow, f.allowed)
+	s.Permissions.Deny = appendNew(s.Permissions.Deny, f.disallowed)
+	if mode != "" {
+		s.Permissions.DefaultMode = mode
 	}
-	return s, merged.Sandbox, nil
+	return &s, merged.Sandbox, nil
 }
 
 // appendNew appends the rules of add that list does not hold yet.
@@ -162,14 +159,14 @@ func appendNew(list, add []string) []string {
 // has (by name or alias): --tools takes names, --allowedTools and
 // --disallowedTools rules. It returns the --tools names and the tools
 // bare --disallowedTools names hide, as the executor names them.
-func checkToolNames(defs []*executorv1.ToolDefinition, tools, allowed, disallowed []string) (offer, hide []string, err error) {
+func checkToolNames(defs []execapi.ToolInfo, tools, allowed, disallowed []string) (offer, hide []string, err error) {
 	known := map[string]string{} // name or alias -> name
 	var names []string
 	for _, d := range defs {
-		known[d.GetName()] = d.GetName()
-		names = append(names, d.GetName())
-		for _, a := range d.GetAliases() {
-			known[a] = d.GetName()
+		known[d.Name] = d.Name
+		names = append(names, d.Name)
+		for _, a := range d.Aliases {
+			known[a] = d.Name
 		}
 	}
 	unknown := func(flag, name, in string) error {

@@ -141,8 +141,10 @@ def converse(stub, session_id, prompt, deadline_s):
             emit(event="tool_result", tool_use_id=r.tool_use_id, is_error=r.is_error, content=result_text(r))
         elif kind == "error":
             # Refusals inside the stream are events: a user message during
-            # a turn comes back as kind "busy", and the turn goes on.
-            emit(event="error", kind=ev.error.kind, message=ev.error.message, recoverable=ev.error.recoverable)
+            # a turn comes back with reason SESSION_BUSY, and the turn goes
+            # on. Decide by the reason (empty when none fits), not the text.
+            emit(event="error", kind=ev.error.kind, reason=ev.error.reason, message=ev.error.message,
+                 recoverable=ev.error.recoverable)
         elif kind == "turn_complete":
             tc = ev.turn_complete
             emit(event="turn_complete", stop_reason=pb.StopReason.Name(tc.stop_reason), text=tc.text or "".join(text))

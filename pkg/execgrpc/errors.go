@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/executor"
 	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/rpcerr"
@@ -76,4 +77,42 @@ func requestedSession(first *executorv1.ExecuteRequest) string {
 		return id
 	}
 	return first.GetResume().GetSessionId()
+}
+
+// classError is an error of an ExecutorService call together with the
+// execapi class its status names. Its text is the call's; errors.Is finds
+// the class and errors.As the status, so that a caller who passes a
+// refusal on (the orchestrator's edge) still has its code and reason.
+type classError struct{ class, err error }
+
+func (e *classError) Error() string   { return e.err.Error() }
+func (e *classError) Unwrap() []error { return []error{e.class, e.err} }
+
+// classify gives an error a client received the execapi class of its
+// reason: SESSION_NOT_FOUND, SESSION_CLOSED, SESSION_EXISTS and DRAINING.
+// A status without a reason and with code Unavailable or DeadlineExceeded
+// is one gRPC made itself (the executor cannot be reached or did not
+// answer in time): execapi.ErrUnavailable. Anything else, a refusal by
+// reason, comes back as it is.
+func classify(err error) error {
+	var class error
+	switch rpcerr.Reason(err) {
+	case rpcerr.SessionNotFound:
+		class = execapi.ErrSessionNotFound
+	case rpcerr.SessionClosed:
+		class = execapi.ErrSessionClosed
+	case rpcerr.SessionExists:
+		class = execapi.ErrSessionExists
+	case rpcerr.Draining:
+		class = execapi.ErrDraining
+	case "":
+		switch status.Code(err) {
+		case codes.Unavailable, codes.DeadlineExceeded:
+			class = execapi.ErrUnavailable
+		}
+	}
+	if err == nil || class == nil {
+		return err
+	}
+	return &classError{class: class, err: err}
 }

@@ -124,6 +124,7 @@ type harness struct {
 	ex     *executor.Executor
 	tool   *testTool
 	gates  *gates
+	conn   *grpc.ClientConn
 	client executorv1.ExecutorServiceClient
 }
 
@@ -167,7 +168,7 @@ func newHarness(t *testing.T, cfg executor.Config) *harness {
 		_ = conn.Close()
 		srv.Stop()
 	})
-	return &harness{t: t, ex: ex, tool: tt, gates: g, client: executorv1.NewExecutorServiceClient(conn)}
+	return &harness{t: t, ex: ex, tool: tt, gates: g, conn: conn, client: executorv1.NewExecutorServiceClient(conn)}
 }
 
 // stream is one Execute stream with an event collector.

@@ -1,7 +1,10 @@
 package execgrpc
 
 import (
+	"encoding/json"
+
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
@@ -43,6 +46,21 @@ var mcpStates = map[mcpclient.State]executorv1.McpServerState{
 	mcpclient.StateDisconnected: executorv1.McpServerState_MCP_SERVER_STATE_DISCONNECTED,
 }
 
+func mcpStatusFromProto(ms []*executorv1.McpServerStatus) []mcpclient.ServerStatus {
+	var out []mcpclient.ServerStatus
+	for _, m := range ms {
+		st := mcpclient.ServerStatus{Name: m.GetName(), Transport: m.GetTransport(), Operator: m.GetOperator(), Error: m.GetError(),
+			ServerName: m.GetServerName(), ServerVersion: m.GetServerVersion(), Tools: int(m.GetTools())}
+		for s, ps := range mcpStates {
+			if ps == m.GetState() {
+				st.State = s
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
 func mcpStatusToProto(sts []mcpclient.ServerStatus) []*executorv1.McpServerStatus {
 	out := make([]*executorv1.McpServerStatus, 0, len(sts))
 	for _, st := range sts {
@@ -60,4 +78,43 @@ func toolSpecsToProto(specs []tool.Spec) []*executorv1.ToolDefinition {
 		out = append(out, toolSpecToProto(s))
 	}
 	return out
+}
+
+// toolSpecToProto converts a tool spec to its ListTools form.
+func toolSpecToProto(s tool.Spec) *executorv1.ToolDefinition {
+	c := executorv1.Concurrency_CONCURRENCY_NEVER
+	switch s.Concurrency {
+	case tool.ConcurrencyAlways:
+		c = executorv1.Concurrency_CONCURRENCY_ALWAYS
+	case tool.ConcurrencyDependsOnInput:
+		c = executorv1.Concurrency_CONCURRENCY_DEPENDS_ON_INPUT
+	}
+	return &executorv1.ToolDefinition{
+		Name: s.Name, Description: s.Description, InputSchemaJson: string(s.InputSchema),
+		ReadOnly: s.ReadOnly, Concurrency: c,
+	}
+}
+
+func toolSpecsFromProto(defs []*executorv1.ToolDefinition) []tool.Spec {
+	var out []tool.Spec
+	for _, d := range defs {
+		out = append(out, toolInfoFromProto(d).Spec)
+	}
+	return out
+}
+
+// toolInfoFromProto converts a ListTools entry. A schema that is not JSON
+// is dropped rather than passed on to the model.
+func toolInfoFromProto(d *executorv1.ToolDefinition) execapi.ToolInfo {
+	spec := tool.Spec{Name: d.GetName(), Description: d.GetDescription(), ReadOnly: d.GetReadOnly()}
+	if schema := json.RawMessage(d.GetInputSchemaJson()); json.Valid(schema) {
+		spec.InputSchema = schema
+	}
+	switch d.GetConcurrency() {
+	case executorv1.Concurrency_CONCURRENCY_ALWAYS:
+		spec.Concurrency = tool.ConcurrencyAlways
+	case executorv1.Concurrency_CONCURRENCY_DEPENDS_ON_INPUT:
+		spec.Concurrency = tool.ConcurrencyDependsOnInput
+	}
+	return execapi.ToolInfo{Spec: spec, Aliases: d.GetAliases()}
 }

@@ -76,7 +76,7 @@ func (s *Server) Execute(stream executorv1.ExecutorService_ExecuteServer) error 
 			Settings:      set,
 			SessionID:     o.GetSessionId(),
 			Workspace:     o.GetWorkspace(),
-			Options:       optionsFromProto(o.GetOptions()),
+			Options:       OptionsFromProto(o.GetOptions()),
 			ClientName:    o.GetClientName(),
 			ClientVersion: o.GetClientVersion(),
 			MCPServers:    MCPServersFromProto(o.GetMcpServers()),
@@ -154,7 +154,7 @@ func (s *Server) receive(stream executorv1.ExecutorService_ExecuteServer, sess *
 		case *executorv1.ExecuteRequest_Abort:
 			sess.Abort(abortFromProto(m.Abort))
 		case *executorv1.ExecuteRequest_PermissionDecision:
-			sess.Decide(decisionFromProto(m.PermissionDecision))
+			sess.Decide(DecisionFromProto(m.PermissionDecision))
 		default:
 			err = fmt.Errorf("%w: %T is only allowed as the first message", errUnexpectedMessage, m)
 		}

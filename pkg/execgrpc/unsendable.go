@@ -20,8 +20,7 @@ import (
 // from decoded JSON, which is UTF-8) or when it is larger than
 // rpcserver.MaxMessageBytes, the limit of toolsvc and of our clients.
 func Unsendable(use *executorv1.ToolUse) *executorv1.Result {
-	size := proto.Size(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_ToolUse{ToolUse: use}})
-	err := schema.Unsendable(use.GetName(), use.GetInputJson(), size, rpcserver.MaxMessageBytes)
+	err := unsendable(use)
 	if err == nil {
 		return nil
 	}
@@ -32,4 +31,13 @@ func Unsendable(use *executorv1.ToolUse) *executorv1.Result {
 		IsError:   proto.Bool(true),
 		Outcome:   executorv1.Outcome_OUTCOME_INVALID_INPUT,
 	}
+}
+
+// unsendable says why use cannot be sent, or nil.
+func unsendable(use *executorv1.ToolUse) error {
+	size := proto.Size(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_ToolUse{ToolUse: use}})
+	if err := schema.Unsendable(use.GetName(), use.GetInputJson(), size, rpcserver.MaxMessageBytes); err != nil {
+		return err
+	}
+	return nil
 }

@@ -98,17 +98,31 @@ func (p *Pool) watch(ctx context.Context, m *member) {
 }
 
 // watchStream follows m's health on one Watch stream while it is SERVING.
-// It returns errStopWatching once m reports anything else, or the error
-// that broke the stream.
+// It returns errStopWatching once m reports anything else or Draining
+// stops the stream, or the error that broke the stream.
 func (p *Pool) watchStream(ctx context.Context, m *member, client healthpb.HealthClient, retry backoff.BackOff) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	p.mu.Lock()
+	m.stopWatch = cancel
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		m.stopWatch = nil
+		p.mu.Unlock()
+	}()
 	stream, err := client.Watch(ctx, &healthpb.HealthCheckRequest{Service: p.cfg.Service})
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errStopWatching) {
+			return errStopWatching
+		}
 		return fmt.Errorf("health watch: %w", err)
 	}
 	for {
 		resp, err := stream.Recv()
+		if errors.Is(context.Cause(ctx), errStopWatching) {
+			return errStopWatching
+		}
 		if err == io.EOF {
 			return errors.New("health watch ended by the executor")
 		}

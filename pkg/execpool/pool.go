@@ -130,10 +130,11 @@ type Pool struct {
 
 // member is one address's health, written by its watcher.
 type member struct {
-	addr   string
-	state  State
-	err    error
-	cancel context.CancelFunc // ends the watcher
+	addr      string
+	state     State
+	err       error
+	cancel    context.CancelFunc      // ends the watcher
+	stopWatch context.CancelCauseFunc // ends its Watch stream, while it has one
 }
 
 // New starts a pool: a watcher per member and, for a DNS target, a
@@ -240,6 +241,29 @@ func (p *Pool) Acquire(addr string) (release func()) {
 	p.load[addr]++
 	p.mu.Unlock()
 	return p.releaser(addr)
+}
+
+// Draining records that the member at addr refused a session because it
+// is draining, which its health may not have told the pool yet: it gets no
+// new session from now on. Its health is polled from then on, so it gets
+// sessions again once it says SERVING. An address that is not a member is
+// ignored.
+func (p *Pool) Draining(addr string) {
+	p.mu.Lock()
+	m := p.members[addr]
+	p.mu.Unlock()
+	if m == nil {
+		return
+	}
+	p.log.Info("executor refused a session: draining", "addr", addr)
+	p.setState(m, NotServing, nil)
+	// A Watch stream says nothing until the health changes: ask afresh,
+	// so that whatever the health says next is what the pool goes by.
+	p.mu.Lock()
+	if m.stopWatch != nil {
+		m.stopWatch(errStopWatching)
+	}
+	p.mu.Unlock()
 }
 
 // Members returns a snapshot of every member, and of each former member

@@ -711,3 +711,32 @@ func BenchmarkPick(b *testing.B) {
 		})
 	}
 }
+
+// A member that refused a session because it drains gets no new sessions
+// at once, before its health says so.
+func TestRefusedMemberGetsNoNewSessions(t *testing.T) {
+	a, b := startExecutor(t, "127.0.0.1:0"), startExecutor(t, "127.0.0.1:0")
+	p := newPool(t, Config{Target: staticTarget(a, b), Poll: time.Hour})
+	waitServing(t, p, a, b)
+	p.Draining(a.addr)
+	for _, m := range p.Members() {
+		if m.Addr == a.addr && m.State != NotServing {
+			t.Fatalf("refused member is %s, want not serving", m.State)
+		}
+	}
+	if got, _ := pickN(t, p, 4); got[b.addr] != 4 {
+		t.Fatalf("4 sessions after %s refused one went to %v", a.addr, got)
+	}
+	p.Draining("127.0.0.1:1") // not a member: nothing happens
+}
+
+// The health of a member that refused a session is asked again: one that
+// says SERVING (it came back, or the refusal came from an old process)
+// gets sessions again.
+func TestRefusedMemberComesBackByItsHealth(t *testing.T) {
+	a, b := startExecutor(t, "127.0.0.1:0"), startExecutor(t, "127.0.0.1:0")
+	p := newPool(t, Config{Target: staticTarget(a, b)})
+	waitServing(t, p, a, b)
+	p.Draining(a.addr)
+	waitState(t, p, a.addr, Serving)
+}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/queue"
 	"github.com/toolwire/toolwire/pkg/schema"
@@ -30,11 +31,11 @@ const (
 // Errors of the Executor.
 var (
 	// ErrDraining: the executor takes no new sessions.
-	ErrDraining = errors.New("executor is draining")
+	ErrDraining = execapi.ErrDraining
 	// ErrSessionExists: Open named a session that already exists.
-	ErrSessionExists = errors.New("session already exists")
+	ErrSessionExists = execapi.ErrSessionExists
 	// ErrSessionNotFound: Resume named a session that is gone or never was.
-	ErrSessionNotFound = errors.New("session not found")
+	ErrSessionNotFound = execapi.ErrSessionNotFound
 	// ErrSessionSetup: the session's workspace or sandbox could not be set
 	// up as configured (a bad workspace path, a directory the sandbox user
 	// cannot reach, ...).
@@ -232,26 +233,6 @@ func (r *registered) validate(input string) (json.RawMessage, error) {
 		return nil, r.schemaErr
 	}
 	return r.schema.Validate(r.spec.Name, input)
-}
-
-// OpenRequest starts a session.
-type OpenRequest struct {
-	// SessionID is the client's id; empty picks one.
-	SessionID string
-	// Workspace is the session's working directory (see EnvFactory).
-	Workspace string
-	// Options tune the session.
-	Options SessionOptions
-	// Settings are the session's permission rules, mode and hooks.
-	Settings settings.Settings
-	// ClientName and ClientVersion identify the client in logs.
-	ClientName, ClientVersion string
-	// MCPServers are the session's own MCP servers.
-	MCPServers mcpclient.Servers
-	// Tools, when not nil, are the only tools the session runs, by name
-	// (an older name stands for its tool); empty means none. Nil means
-	// every tool. A call of another tool gets an unknown-tool Result.
-	Tools []string
 }
 
 // Open starts a session.

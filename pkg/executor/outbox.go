@@ -281,6 +281,15 @@ func (o *outbox) waitTakenLocked(pp *pendingProgress, d time.Duration) {
 func (o *outbox) next(ctx context.Context) (*Event, error) {
 	for {
 		o.mu.Lock()
+		if ctx.Err() != nil {
+			// A reader that is gone (its stream broke, or another resumed
+			// the session) takes nothing: an event it numbered and could
+			// not send would be lost to the reader after it, whose replay
+			// ended before. A wake-up it took goes on to that reader.
+			o.signalLocked()
+			o.mu.Unlock()
+			return nil, context.Cause(ctx)
+		}
 		if ev := o.takeLocked(); ev != nil {
 			o.lastMove = time.Now()
 			if ev.Progress != nil {

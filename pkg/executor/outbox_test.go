@@ -262,3 +262,19 @@ func TestOutboxHeldEventsDoNotMakeTheReaderLookStalled(t *testing.T) {
 	}
 	<-done
 }
+
+// A reader whose context ended (a stream that broke, or one another
+// stream superseded) takes no event: the next reader gets it.
+func TestOutboxReaderThatIsGoneTakesNothing(t *testing.T) {
+	o := newOutbox(0)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	o.push(&Event{Accepted: &Accepted{ToolUseID: "a"}})
+	if ev, err := o.next(gone); err == nil {
+		t.Fatalf("a reader that is gone took %+v", ev)
+	}
+	ev, err := o.next(context.Background())
+	if err != nil || ev.Accepted == nil || ev.Seq != 1 {
+		t.Fatalf("the next reader got %+v, %v; want the event, numbered 1", ev, err)
+	}
+}

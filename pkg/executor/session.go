@@ -12,43 +12,18 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/queue"
 	"github.com/toolwire/toolwire/pkg/schema"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
-// ResultOrder selects the order of a message's Results.
-type ResultOrder int
-
-const (
-	// OrderToolUse sends the Results of one assistant message in the order
-	// of its tool_use blocks.
-	OrderToolUse ResultOrder = iota
-	// OrderCompletion sends each Result as soon as its call ends.
-	OrderCompletion
-)
-
-// SessionOptions tune one session.
-type SessionOptions struct {
-	// ResultOrder selects the order of Results.
-	ResultOrder ResultOrder
-	// NoSiblingAbort keeps calls running when a sibling Bash call fails.
-	NoSiblingAbort bool
-	// MaxConcurrency caps parallel calls; zero or more than the executor's
-	// maximum means the executor's maximum.
-	MaxConcurrency int
-	// DefaultTimeout is the Bash timeout when a call gives none.
-	DefaultTimeout time.Duration
-	// PermissionTimeout bounds the wait for a permission decision.
-	PermissionTimeout time.Duration
-}
-
 // Errors a session reports to its client (the gRPC edge maps them to
 // status codes).
 var (
 	// ErrSessionClosed: the session has ended.
-	ErrSessionClosed = errors.New("session closed")
+	ErrSessionClosed = execapi.ErrSessionClosed
 	// ErrInvalidToolUse: a ToolUse lacks its id.
 	ErrInvalidToolUse = errors.New("invalid tool_use")
 )

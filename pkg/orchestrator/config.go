@@ -2,37 +2,47 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
-
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 )
 
 // Error classes of the orchestrator; the gRPC edge maps them to status codes.
 var (
-	// ErrNotFound: no session has that id.
-	ErrNotFound = errors.New("session not found")
-	// ErrExists: a session with that id exists already.
-	ErrExists = errors.New("session already exists")
+	// ErrNotFound: no session has that id (the Store's error class too).
+	ErrNotFound = transcript.ErrNotFound
+	// ErrExists: a session with that id exists already (the Store's error
+	// class too).
+	ErrExists = transcript.ErrExists
 	// ErrBusy: the session is running a turn.
 	ErrBusy = errors.New("session is busy with a turn")
 	// ErrInvalid: a request or configuration is malformed.
 	ErrInvalid = errors.New("invalid argument")
 	// ErrClosed: the orchestrator or session is shut down.
 	ErrClosed = errors.New("closed")
-	// ErrExecutorUnavailable: the executor could not be reached.
+	// ErrExecutorUnavailable: the session's executor could not be reached
+	// or refused the session. The error wraps the executor's, with its
+	// execapi class (ErrDraining, ...) and, for a refusal, its status.
 	ErrExecutorUnavailable = errors.New("executor unavailable")
 )
 
-// Dialer returns a client for the executor at addr. The orchestrator calls
-// it with Config.DefaultExecutor when a session names none.
-type Dialer func(ctx context.Context, addr string) (executorv1.ExecutorServiceClient, error)
+// Executor is what the orchestrator needs of its executors: the tools of
+// one, and a link to a session on one (execapi.Link: submit, abort,
+// decide, events, resume). cmd/orchestrator gives it an execgrpc.Client,
+// for remote executors and the in-process one alike.
+type Executor interface {
+	// ListTools returns the tools of the executor at addr.
+	ListTools(ctx context.Context, addr string) ([]execapi.ToolInfo, error)
+	// Open opens session req.SessionID on the executor at addr, or takes
+	// it over when the executor has it from before a restart (its calls
+	// are then aborted); events gets its events.
+	Open(ctx context.Context, addr string, req execapi.OpenRequest, events execapi.EventFunc) (execapi.Link, error)
+}
 
 // Placer chooses the executor of each new session when an executor
 // address names a pool of executors (cmd/orchestrator backs it with
@@ -49,11 +59,16 @@ type Placer interface {
 	// take no more work: its health says it is draining, or it cannot be
 	// reached.
 	Leaving(target, addr string) bool
+	// Draining tells the placer that addr, a member of pool target,
+	// refused a session because it is draining, so that it gets no new
+	// session before its health says it serves again (which may take the
+	// placer a while to learn by itself).
+	Draining(target, addr string)
 }
 
 // PermissionFunc answers a permission request without a client, e.g. in
 // headless mode. Returning nil leaves the request to the attached client.
-type PermissionFunc func(sessionID string, req *executorv1.PermissionRequest) *executorv1.PermissionDecision
+type PermissionFunc func(sessionID string, req execapi.PermissionRequest) *execapi.PermissionDecision
 
 // Defaults of Config.
 const (
@@ -67,8 +82,8 @@ const (
 type Config struct {
 	// Model is the client for the Messages API. Required.
 	Model *model.Client
-	// Dial connects to executors. Required.
-	Dial Dialer
+	// Executor reaches the executors. Required.
+	Executor Executor
 	// Placer places sessions on one executor of a pool; nil treats every
 	// executor address as one executor.
 	Placer Placer
@@ -76,7 +91,7 @@ type Config struct {
 	// ("embedded" for an in-process executor).
 	DefaultExecutor string
 	// Store persists transcripts; nil keeps them in memory only.
-	Store *Store
+	Store *transcript.Store
 	// Defaults fill the zero fields of every new session's configuration.
 	Defaults SessionConfig
 	// Permissions, when set, answers permission requests before any client
@@ -102,47 +117,14 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// SessionConfig is what can be chosen per session. Zero fields take the
-// orchestrator's defaults.
-type SessionConfig struct {
-	// Executor is the executor address ("embedded" for in-process). For a
-	// session placed from a pool it is the member chosen at creation.
-	Executor string
-	// Pool is the pool address the session was placed from, if any.
-	Pool string
-	// Model is the model name.
-	Model string
-	// SystemPrompt replaces the default system prompt.
-	SystemPrompt string
-	// AppendSystemPrompt is added at the end of the system prompt, the
-	// default one or SystemPrompt (orchestrator -p puts CLAUDE.md files
-	// and --append-system-prompt here).
-	AppendSystemPrompt string
-	// MaxTokens caps each response.
-	MaxTokens int
-	// MaxTurns caps model requests per user message.
-	MaxTurns int
-	// AllowedTools, when set, are the only tools offered (bare names).
-	AllowedTools []string
-	// DisallowedTools are never offered (bare names).
-	DisallowedTools []string
-	// Settings are the permission rules, mode and hooks for the executor.
-	Settings *executorv1.Settings
-	// Workspace is the working directory on the executor.
-	Workspace string
-	// ThinkingBudget turns on extended thinking with this many tokens.
-	ThinkingBudget int
-	// Options are the executor's scheduling options.
-	Options *executorv1.SessionOptions
-	// Directory is the directory of the client that created the session,
-	// on the client's machine (orchestrator -p's current directory), so
-	// that a client can find the latest conversation held in a directory
-	// (Store.Latest). The orchestrator does not use it otherwise.
-	Directory string
-}
+// SessionConfig is what can be chosen per session: the executor, model,
+// prompts, tools, settings, workspace and options (see the fields of
+// transcript.Config, which is the same type, so that transcripts keep it as
+// it is). Zero fields take the orchestrator's defaults.
+type SessionConfig = transcript.Config
 
 // withDefaults returns c with zero fields taken from d.
-func (c SessionConfig) withDefaults(d SessionConfig) SessionConfig {
+func withDefaults(c, d SessionConfig) SessionConfig {
 	if c.Executor == "" {
 		c.Executor = d.Executor
 	}
@@ -182,7 +164,7 @@ func (c SessionConfig) withDefaults(d SessionConfig) SessionConfig {
 	return c
 }
 
-func (c SessionConfig) validate() error {
+func validate(c SessionConfig) error {
 	switch {
 	case c.MaxTokens < 0:
 		return fmt.Errorf("%w: max_tokens %d", ErrInvalid, c.MaxTokens)
@@ -192,71 +174,6 @@ func (c SessionConfig) validate() error {
 		return fmt.Errorf("%w: thinking budget %d", ErrInvalid, c.ThinkingBudget)
 	case c.ThinkingBudget > 0 && c.MaxTokens > 0 && c.ThinkingBudget >= c.MaxTokens:
 		return fmt.Errorf("%w: thinking budget %d must be below max_tokens %d", ErrInvalid, c.ThinkingBudget, c.MaxTokens)
-	}
-	return nil
-}
-
-// storedConfig is SessionConfig as persisted in a transcript.
-type storedConfig struct {
-	Executor        string          `json:"executor,omitempty"`
-	Pool            string          `json:"pool,omitempty"`
-	Model           string          `json:"model,omitempty"`
-	SystemPrompt    string          `json:"system_prompt,omitempty"`
-	AppendSystem    string          `json:"append_system_prompt,omitempty"`
-	MaxTokens       int             `json:"max_tokens,omitempty"`
-	MaxTurns        int             `json:"max_turns,omitempty"`
-	AllowedTools    []string        `json:"allowed_tools,omitempty"`
-	DisallowedTools []string        `json:"disallowed_tools,omitempty"`
-	Settings        json.RawMessage `json:"settings,omitempty"`
-	Workspace       string          `json:"workspace,omitempty"`
-	ThinkingBudget  int             `json:"thinking_budget,omitempty"`
-	Options         json.RawMessage `json:"options,omitempty"`
-	Directory       string          `json:"directory,omitempty"`
-}
-
-// MarshalJSON stores the configuration, proto fields in protojson form.
-func (c SessionConfig) MarshalJSON() ([]byte, error) {
-	s := storedConfig{
-		Executor: c.Executor, Pool: c.Pool, Model: c.Model, SystemPrompt: c.SystemPrompt, AppendSystem: c.AppendSystemPrompt,
-		MaxTokens: c.MaxTokens, MaxTurns: c.MaxTurns, AllowedTools: c.AllowedTools, DisallowedTools: c.DisallowedTools,
-		Workspace: c.Workspace, ThinkingBudget: c.ThinkingBudget, Directory: c.Directory,
-	}
-	var err error
-	if c.Settings != nil {
-		if s.Settings, err = protojson.Marshal(c.Settings); err != nil {
-			return nil, fmt.Errorf("encode settings: %w", err)
-		}
-	}
-	if c.Options != nil {
-		if s.Options, err = protojson.Marshal(c.Options); err != nil {
-			return nil, fmt.Errorf("encode options: %w", err)
-		}
-	}
-	return json.Marshal(s)
-}
-
-// UnmarshalJSON reads a stored configuration.
-func (c *SessionConfig) UnmarshalJSON(data []byte) error {
-	var s storedConfig
-	if err := json.Unmarshal(data, &s); err != nil {
-		return err
-	}
-	*c = SessionConfig{
-		Executor: s.Executor, Pool: s.Pool, Model: s.Model, SystemPrompt: s.SystemPrompt, AppendSystemPrompt: s.AppendSystem,
-		MaxTokens: s.MaxTokens, MaxTurns: s.MaxTurns, AllowedTools: s.AllowedTools, DisallowedTools: s.DisallowedTools,
-		Workspace: s.Workspace, ThinkingBudget: s.ThinkingBudget, Directory: s.Directory,
-	}
-	if len(s.Settings) > 0 {
-		c.Settings = &executorv1.Settings{}
-		if err := protojson.Unmarshal(s.Settings, c.Settings); err != nil {
-			return fmt.Errorf("decode settings: %w", err)
-		}
-	}
-	if len(s.Options) > 0 {
-		c.Options = &executorv1.SessionOptions{}
-		if err := protojson.Unmarshal(s.Options, c.Options); err != nil {
-			return fmt.Errorf("decode options: %w", err)
-		}
 	}
 	return nil
 }

@@ -1,67 +1,42 @@
 package orchestrator
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
-	"github.com/toolwire/toolwire/pkg/schema"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
-// ToolResultBlock converts an executor Result into the tool_result block sent
-// to the model: its text and image blocks, is_error only where the Result
-// states it.
-func ToolResultBlock(r *executorv1.Result) model.Block {
+// ToolResultBlock converts an executor's result into the tool_result block
+// sent to the model: its text, image and document blocks, is_error only where the
+// result states it.
+func ToolResultBlock(r *execapi.CallResult) model.Block {
 	var content []model.Block
-	for _, c := range r.GetContent() {
+	for _, c := range r.Content {
 		switch {
-		case c.GetImage() != nil:
-			content = append(content, model.ImageBlock(c.GetImage().GetMediaType(), c.GetImage().GetDataBase64()))
-		case c.GetDocument() != nil:
-			content = append(content, model.DocumentBlock(c.GetDocument().GetMediaType(), c.GetDocument().GetDataBase64()))
-		case c.GetText() != nil:
-			content = append(content, model.TextBlock(c.GetText().GetText()))
+		case c.IsDocument():
+			content = append(content, model.DocumentBlock(c.MediaType, base64.StdEncoding.EncodeToString(c.Data)))
+		case c.IsImage():
+			content = append(content, model.ImageBlock(c.MediaType, base64.StdEncoding.EncodeToString(c.Data)))
+		default:
+			content = append(content, model.TextBlock(c.Text))
 		}
 	}
 	var isErr *bool
-	if r.IsError != nil {
-		v := r.GetIsError()
+	if r.IsError || r.StateIsError {
+		v := r.IsError
 		isErr = &v
 	}
-	return model.ToolResultBlock(r.GetToolUseId(), content, isErr)
+	return model.ToolResultBlock(r.ToolUseID, content, isErr)
 }
 
-// maxMessageBytes is the largest message an Execute stream carries: the
-// limit toolsvc (rpcserver.MaxMessageBytes) and the dialers of cmd set in
-// both directions.
-const maxMessageBytes = 16 << 20
-
-// unsendable returns the result of a call the stream cannot carry (input
-// that is not UTF-8, or a message past maxMessageBytes), or nil. Sending
-// it would end the stream, and resending it after the resume would end
-// the next one: the call gets its result here instead.
-func unsendable(use *executorv1.ToolUse) *executorv1.Result {
-	size := proto.Size(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_ToolUse{ToolUse: use}})
-	if err := schema.Unsendable(use.GetName(), use.GetInputJson(), size, maxMessageBytes); err != nil {
-		return syntheticResult(use.GetId(), use.GetName(), err.Error(), executorv1.Outcome_OUTCOME_INVALID_INPUT)
-	}
-	return nil
-}
-
-// syntheticResult is the Result the orchestrator writes itself for a call
-// whose executor result cannot arrive.
-func syntheticResult(id, name, text string, outcome executorv1.Outcome) *executorv1.Result {
-	t := true
-	return &executorv1.Result{
-		ToolUseId: id,
-		ToolName:  name,
-		Content:   []*executorv1.ContentBlock{{Block: &executorv1.ContentBlock_Text{Text: &executorv1.TextBlock{Text: "<tool_use_error>" + text + "</tool_use_error>"}}}},
-		IsError:   &t,
-		Outcome:   outcome,
-	}
+// syntheticResult is the interrupted result the orchestrator writes itself
+// for a call whose executor result cannot arrive.
+func syntheticResult(id, name, text string) *execapi.CallResult {
+	return &execapi.CallResult{ToolUseID: id, ToolName: name, Result: tool.UseError(tool.OutcomeInterrupted, text)}
 }
 
 // Texts of results the orchestrator writes itself.
@@ -76,19 +51,19 @@ const (
 
 // notificationText renders a background task notification for the model, in
 // the tagged form Claude Code uses.
-func notificationText(n *executorv1.TaskNotification) string {
+func notificationText(n *tool.TaskNotice) string {
 	var b strings.Builder
 	b.WriteString("<task-notification>\n")
-	fmt.Fprintf(&b, "<task-id>%s</task-id>\n", n.GetTaskId())
-	if n.GetToolUseId() != "" {
-		fmt.Fprintf(&b, "<tool-use-id>%s</tool-use-id>\n", n.GetToolUseId())
+	fmt.Fprintf(&b, "<task-id>%s</task-id>\n", n.TaskID)
+	if n.ToolUseID != "" {
+		fmt.Fprintf(&b, "<tool-use-id>%s</tool-use-id>\n", n.ToolUseID)
 	}
-	if n.GetOutputPath() != "" {
-		fmt.Fprintf(&b, "<output-file>%s</output-file>\n", n.GetOutputPath())
+	if n.OutputPath != "" {
+		fmt.Fprintf(&b, "<output-file>%s</output-file>\n", n.OutputPath)
 	}
-	fmt.Fprintf(&b, "<status>%s</status>\n", n.GetStatus())
-	if n.GetSummary() != "" {
-		fmt.Fprintf(&b, "<summary>%s</summary>\n", n.GetSummary())
+	fmt.Fprintf(&b, "<status>%s</status>\n", n.Status)
+	if n.Summary != "" {
+		fmt.Fprintf(&b, "<summary>%s</summary>\n", n.Summary)
 	}
 	b.WriteString("</task-notification>")
 	return b.String()

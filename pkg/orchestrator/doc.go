@@ -12,12 +12,22 @@
 // can always go on. Background-task notifications from the executor reach
 // the model as a tagged text block in the next user message.
 //
-// Transcripts are appended to JSONL files (Store) message by message, so an
-// Orchestrator that restarts resumes every session where it stopped.
-// Clients follow a session through its ordered Events.
+// Transcripts are appended to JSONL files (package transcript) message by
+// message, so an Orchestrator that restarts resumes every session where it
+// stopped. Clients follow a session through its ordered Events.
 //
-// The package talks to executors only through the generated
-// ExecutorService client and to the model only through pkg/model. It holds
-// no gRPC server code: pkg/orchgrpc exposes it as OrchestratorService, and
-// cmd/orchestrator wires both together.
+// The package talks to executors only through its Executor interface and
+// the vocabulary of pkg/execapi (a session's Link: submit, abort, decide,
+// events, resume), and to the model only through pkg/model; it imports no
+// gRPC. cmd/orchestrator gives it pkg/execgrpc's client of ExecutorService,
+// and pkg/orchgrpc exposes it as OrchestratorService.
+//
+// Its files follow its jobs: the Orchestrator and its sessions
+// (orchestrator.go, session.go), the turn (turn.go) and the calls it waits
+// for (calls.go), a session's link to its executor (executor.go), the
+// events clients follow (events.go). The package is larger than most
+// (about 2,000 lines) because the loop and what it guarantees, one
+// tool_result for every tool_use whatever breaks, belong together; what
+// could go without that, the transcript files and the executor protocol,
+// is in package transcript and behind the Executor interface.
 package orchestrator

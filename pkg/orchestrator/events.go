@@ -4,8 +4,9 @@ import (
 	"context"
 	"sync"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 // EventKind names a session event.
@@ -58,6 +59,8 @@ type ErrorInfo struct {
 	Message string
 	// Recoverable is true when the turn goes on.
 	Recoverable bool
+	// Err is the failure itself, for an edge to classify (its reason).
+	Err error
 }
 
 // Event is one thing that happened in a session. Seq increases by one per
@@ -74,19 +77,19 @@ type Event struct {
 	// ToolUse is a complete tool_use block (EventToolUse).
 	ToolUse *ToolUse
 	// Started reports a call that began to run (EventToolStarted).
-	Started *executorv1.Started
+	Started *execapi.Started
 	// Progress is output of a running call (EventProgress).
-	Progress *executorv1.Progress
+	Progress *execapi.Progress
 	// Result is a call's result (EventToolResult).
-	Result *executorv1.Result
+	Result *execapi.CallResult
 	// Permission is a request for the client's decision
 	// (EventPermissionRequest).
-	Permission *executorv1.PermissionRequest
+	Permission *execapi.PermissionRequest
 	// Message was added to the transcript (EventMessage).
 	Message *model.Message
 	// Notification reports a finished background task
 	// (EventTaskNotification).
-	Notification *executorv1.TaskNotification
+	Notification *tool.TaskNotice
 	// Retry describes a retried model request (EventRetry).
 	Retry *model.Retry
 	// Error describes a failure (EventError).

@@ -11,12 +11,18 @@ import (
 
 	"go.uber.org/goleak"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"google.golang.org/grpc"
+
 	"github.com/toolwire/toolwire/pkg/embedded"
+	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
+	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/sandbox"
+	"github.com/toolwire/toolwire/pkg/settings"
 )
 
 func TestMain(m *testing.M) {
@@ -32,7 +38,7 @@ type harness struct {
 	fake     *fakeapi.Server
 	emb      *embedded.Executor
 	storeDir string
-	store    *orchestrator.Store
+	store    *transcript.Store
 	orch     *orchestrator.Orchestrator
 	perms    orchestrator.PermissionFunc
 	closed   bool
@@ -68,18 +74,16 @@ func (h *harness) open() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	st, err := orchestrator.OpenStore(h.storeDir, orchestrator.StoreOptions{})
+	st, err := transcript.Open(h.storeDir, transcript.Options{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	orch, err := orchestrator.New(orchestrator.Config{
-		Model: client,
-		Dial: func(context.Context, string) (executorv1.ExecutorServiceClient, error) {
-			return h.emb.Client(), nil
-		},
+		Model:           client,
+		Executor:        executorClient(h.t, h.emb.Conn()),
 		DefaultExecutor: "embedded",
 		Store:           st,
-		Permissions: func(id string, r *executorv1.PermissionRequest) *executorv1.PermissionDecision {
+		Permissions: func(id string, r execapi.PermissionRequest) *execapi.PermissionDecision {
 			return h.permission(id, r)
 		},
 		AbortGrace: 5 * time.Second,
@@ -90,7 +94,20 @@ func (h *harness) open() {
 	h.store, h.orch, h.closed = st, orch, false
 }
 
-func (h *harness) permission(id string, r *executorv1.PermissionRequest) *executorv1.PermissionDecision {
+// executorClient returns the gRPC client of the executor at conn, whatever
+// the address.
+func executorClient(t *testing.T, conn grpc.ClientConnInterface) *execgrpc.Client {
+	t.Helper()
+	c, err := execgrpc.NewClient(execgrpc.ClientConfig{
+		Conn: func(context.Context, string) (grpc.ClientConnInterface, error) { return conn, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (h *harness) permission(id string, r execapi.PermissionRequest) *execapi.PermissionDecision {
 	if h.perms == nil {
 		return nil
 	}
@@ -114,7 +131,7 @@ func (h *harness) restart() {
 }
 
 // bypass is a session configuration whose calls run without asking.
-var bypass = orchestrator.SessionConfig{Settings: &executorv1.Settings{Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS}}
+var bypass = orchestrator.SessionConfig{Settings: &settings.Settings{Permissions: settings.Permissions{DefaultMode: permission.ModeBypass}}}
 
 func (h *harness) session(cfg orchestrator.SessionConfig) *orchestrator.Session {
 	h.t.Helper()

@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/permission"
+	"github.com/toolwire/toolwire/pkg/settings"
 )
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
@@ -172,7 +174,7 @@ func TestToolStartsBeforeMessageEnds(t *testing.T) {
 		done <- res
 	}()
 	waitEvent(t, s, func(ev orchestrator.Event) bool {
-		return ev.Kind == orchestrator.EventToolResult && ev.Result.GetToolUseId() == "toolu_1"
+		return ev.Kind == orchestrator.EventToolResult && ev.Result.ToolUseID == "toolu_1"
 	})
 	// toolu_1 ran to completion while the message was still streaming.
 	if b, err := os.ReadFile(filepath.Join(h.root, "first.txt")); err != nil || string(b) != "first\n" {
@@ -184,7 +186,7 @@ func TestToolStartsBeforeMessageEnds(t *testing.T) {
 	}
 	evs := events(s)
 	started := ofKind(evs, orchestrator.EventToolStarted)
-	if len(started) != 2 || started[0].Started.GetToolUseId() != "toolu_1" {
+	if len(started) != 2 || started[0].Started.ToolUseID != "toolu_1" {
 		t.Fatalf("started events = %+v", started)
 	}
 }
@@ -195,9 +197,9 @@ func TestPermissionAskRelayedAndAnswered(t *testing.T) {
 		fakeapi.ToolUse("toolu_yes", "Bash", map[string]any{"command": "touch allowed.txt"}),
 		fakeapi.ToolUse("toolu_no", "Bash", map[string]any{"command": "touch denied.txt"}),
 	), fakeapi.EndTurn(fakeapi.Text("ok")))
-	s := h.session(orchestrator.SessionConfig{Settings: &executorv1.Settings{
-		Ask: []string{"Bash"}, Mode: executorv1.PermissionMode_PERMISSION_MODE_DEFAULT,
-	}})
+	s := h.session(orchestrator.SessionConfig{Settings: &settings.Settings{Permissions: settings.Permissions{
+		Ask: []string{"Bash"}, DefaultMode: permission.ModeDefault,
+	}}})
 	// A client follows the session and answers what it is asked.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -212,11 +214,11 @@ func TestPermissionAskRelayedAndAnswered(t *testing.T) {
 			if ev.Kind != orchestrator.EventPermissionRequest {
 				continue
 			}
-			id := ev.Permission.GetToolUseId()
+			id := ev.Permission.ToolUseID
 			asked <- id
-			d := &executorv1.PermissionDecision{ToolUseId: id, Behavior: executorv1.PermissionBehavior_PERMISSION_BEHAVIOR_ALLOW_ONCE}
+			d := execapi.PermissionDecision{ToolUseID: id, Behavior: execapi.PermissionAllowOnce}
 			if id == "toolu_no" {
-				d.Behavior, d.Message = executorv1.PermissionBehavior_PERMISSION_BEHAVIOR_DENY, "not this one"
+				d.Behavior, d.Message = execapi.PermissionDeny, "not this one"
 			}
 			if err := s.Decide(d); err != nil {
 				t.Errorf("decide: %v", err)
@@ -255,7 +257,7 @@ func TestPlanMode(t *testing.T) {
 		fakeapi.ToolUse("toolu_read", "Read", map[string]any{"file_path": f}),
 		fakeapi.ToolUse("toolu_write", "Write", map[string]any{"file_path": filepath.Join(h.root, "new.txt"), "content": "x"}),
 	), fakeapi.EndTurn(fakeapi.Text("Here is the plan.")))
-	s := h.session(orchestrator.SessionConfig{Settings: &executorv1.Settings{Mode: executorv1.PermissionMode_PERMISSION_MODE_PLAN}})
+	s := h.session(orchestrator.SessionConfig{Settings: &settings.Settings{Permissions: settings.Permissions{DefaultMode: permission.ModePlan}}})
 	res := h.run(s, "plan it")
 	if res.StopReason != orchestrator.StopEndTurn {
 		t.Fatalf("turn = %+v", res)
@@ -721,7 +723,7 @@ func TestInterruptKeepsPartialOutput(t *testing.T) {
 		done <- res
 	}()
 	waitEvent(t, s, func(ev orchestrator.Event) bool {
-		return ev.Kind == orchestrator.EventProgress && strings.Contains(string(ev.Progress.GetOutput()), "begin-31")
+		return ev.Kind == orchestrator.EventProgress && strings.Contains(string(ev.Progress.Output), "begin-31")
 	})
 	s.Interrupt("user pressed Ctrl-C")
 	if res := <-done; res.StopReason != orchestrator.StopInterrupted {

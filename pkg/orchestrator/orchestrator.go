@@ -4,14 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 )
 
 // Orchestrator holds the conversations of one process: it creates sessions,
@@ -34,8 +35,8 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.Model == nil {
 		return nil, fmt.Errorf("%w: orchestrator needs a model client", ErrInvalid)
 	}
-	if cfg.Dial == nil {
-		return nil, fmt.Errorf("%w: orchestrator needs an executor dialer", ErrInvalid)
+	if cfg.Executor == nil {
+		return nil, fmt.Errorf("%w: orchestrator needs an Executor", ErrInvalid)
 	}
 	if cfg.Defaults.Executor == "" {
 		cfg.Defaults.Executor = cfg.DefaultExecutor
@@ -78,8 +79,8 @@ func (o *Orchestrator) Create(ctx context.Context, id string, cfg SessionConfig)
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults(o.cfg.Defaults)
-	if err := cfg.validate(); err != nil {
+	cfg = withDefaults(cfg, o.cfg.Defaults)
+	if err := validate(cfg); err != nil {
 		return nil, err
 	}
 	o.mu.Lock()
@@ -103,7 +104,7 @@ func (o *Orchestrator) Create(ctx context.Context, id string, cfg SessionConfig)
 	}
 	created := time.Now().UTC()
 	if o.cfg.Store != nil {
-		if err := o.cfg.Store.create(id, cfg, created); err != nil {
+		if err := o.cfg.Store.Create(id, cfg, created); err != nil {
 			release()
 			return nil, err
 		}
@@ -113,7 +114,7 @@ func (o *Orchestrator) Create(ctx context.Context, id string, cfg SessionConfig)
 	if _, _, err := s.connect(ctx); err != nil {
 		s.close()
 		if o.cfg.Store != nil {
-			_ = o.cfg.Store.remove(id)
+			_ = o.cfg.Store.Remove(id)
 		}
 		return nil, err
 	}
@@ -140,18 +141,20 @@ func (o *Orchestrator) Session(ctx context.Context, id string) (*Session, error)
 	if o.cfg.Store == nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	t, err := o.cfg.Store.load(id)
+	t, err := o.cfg.Store.Load(id)
 	if err != nil {
 		return nil, err
 	}
-	s := newSession(o, id, t.config, t.created)
-	s.messages, s.nturns, s.usage = t.messages, t.turns, t.usage
-	s.restarted = true
+	s := newSession(o, id, t.Config, t.Created)
+	// Calls the executor may still run for this session from before the
+	// restart are aborted when it connects: the link takes the executor's
+	// session over (see Executor.Open).
+	s.messages, s.nturns, s.usage = t.Messages, t.Turns, t.Usage
 	if err := s.repair(); err != nil {
 		return nil, err
 	}
-	if o.cfg.Placer != nil && t.config.Pool != "" {
-		s.release = o.cfg.Placer.Hold(t.config.Pool, t.config.Executor)
+	if o.cfg.Placer != nil && t.Config.Pool != "" {
+		s.release = o.cfg.Placer.Hold(t.Config.Pool, t.Config.Executor)
 	}
 	o.sessions[id] = s
 	s.log.Info("session resumed from transcript", "messages", len(s.messages), "turns", s.nturns)
@@ -173,7 +176,7 @@ func (s *Session) repair() error {
 	}
 	var blocks []model.Block
 	for _, u := range uses {
-		blocks = append(blocks, ToolResultBlock(syntheticResult(u.ID, u.Name, textRestarted, executorv1.Outcome_OUTCOME_INTERRUPTED)))
+		blocks = append(blocks, ToolResultBlock(syntheticResult(u.ID, u.Name, textRestarted)))
 	}
 	return s.addMessage(model.Message{Role: model.RoleUser, Content: blocks}, "")
 }
@@ -189,7 +192,7 @@ func (o *Orchestrator) List(ctx context.Context) ([]Info, error) {
 	}
 	o.mu.Unlock()
 	if o.cfg.Store != nil {
-		ids, err := o.cfg.Store.list()
+		ids, err := o.cfg.Store.IDs()
 		if err != nil {
 			return nil, err
 		}
@@ -197,14 +200,14 @@ func (o *Orchestrator) List(ctx context.Context) ([]Info, error) {
 			if seen[id] {
 				continue
 			}
-			t, err := o.cfg.Store.load(id)
+			t, err := o.cfg.Store.Load(id)
 			if err != nil {
 				o.log.Warn("skip unreadable transcript", "session_id", id, "err", err)
 				continue
 			}
 			infos = append(infos, Info{
-				ID: id, Executor: t.config.Executor, Model: t.config.Model, CreatedAt: t.created,
-				Turns: t.turns, Usage: t.usage, MessageCount: len(t.messages),
+				ID: id, Executor: t.Config.Executor, Model: t.Config.Model, CreatedAt: t.Created,
+				Turns: t.Turns, Usage: t.Usage, MessageCount: len(t.Messages),
 			})
 		}
 	}
@@ -232,11 +235,23 @@ func (o *Orchestrator) Delete(ctx context.Context, id string) error {
 		return nil
 	}
 	if s == nil {
-		if _, err := o.cfg.Store.load(id); err != nil {
+		if _, err := o.cfg.Store.Load(id); err != nil {
 			return err
 		}
 	}
-	return o.cfg.Store.remove(id)
+	// A live session's transcript may be gone already: it is deleted then.
+	if err := o.cfg.Store.Remove(id); err != nil && (s == nil || !errors.Is(err, ErrNotFound)) {
+		return err
+	}
+	return nil
+}
+
+// checkID rejects a session id that is not a safe file name.
+func checkID(id string) error {
+	if err := transcript.CheckID(id); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
 }
 
 // Close interrupts every running turn and closes every session; transcripts

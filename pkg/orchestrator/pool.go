@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
 )
 
@@ -22,7 +22,7 @@ const externalToolPrefix = "mcp__"
 //
 // Allowing Bash allows the tools that watch and stop the background shells
 // it starts, TaskOutput and TaskStop, unless they are disallowed.
-func toolPool(defs []*executorv1.ToolDefinition, allowed, disallowed []string) []model.Tool {
+func toolPool(defs []execapi.ToolInfo, allowed, disallowed []string) []model.Tool {
 	allow := nameSet(allowed)
 	deny := nameSet(disallowed)
 	if allow["Bash"] {
@@ -30,15 +30,14 @@ func toolPool(defs []*executorv1.ToolDefinition, allowed, disallowed []string) [
 	}
 	var pool []model.Tool
 	for _, d := range defs {
-		name := d.GetName()
-		if deny[name] || (len(allow) > 0 && !allow[name]) {
+		if deny[d.Name] || (len(allow) > 0 && !allow[d.Name]) {
 			continue
 		}
-		schema := json.RawMessage(d.GetInputSchemaJson())
+		schema := d.InputSchema
 		if !json.Valid(schema) {
 			schema = nil
 		}
-		pool = append(pool, model.Tool{Name: name, Description: d.GetDescription(), InputSchema: schema})
+		pool = append(pool, model.Tool{Name: d.Name, Description: d.Description, InputSchema: schema})
 	}
 	slices.SortStableFunc(pool, func(a, b model.Tool) int {
 		ea, eb := strings.HasPrefix(a.Name, externalToolPrefix), strings.HasPrefix(b.Name, externalToolPrefix)

@@ -2,16 +2,14 @@ package orchestrator
 
 import (
 	"context"
-	"strings"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 )
 
 // instrumentation is the name of this package's tracer.
@@ -59,28 +57,24 @@ func endTurn(span trace.Span, res *TurnResult) {
 	span.End()
 }
 
-// startToolCall opens the span of one tool call ("execute_tool {name}")
-// and writes its W3C trace context into use, so the executor's spans of
-// the call are its children although many calls share one stream.
-func startToolCall(ctx context.Context, use *executorv1.ToolUse) trace.Span {
-	ctx, span := tracer().Start(ctx, "execute_tool "+use.GetName(), trace.WithAttributes(
+// startToolCall opens the span of one tool call ("execute_tool {name}").
+// The link sends the call with the returned context's trace context, so
+// the executor's spans of the call are its children although many calls
+// share one stream.
+func startToolCall(ctx context.Context, use execapi.ToolUse) (context.Context, trace.Span) {
+	return tracer().Start(ctx, "execute_tool "+use.Name, trace.WithAttributes(
 		attrOperation.String("execute_tool"),
-		attrToolName.String(use.GetName()),
-		attrToolCallID.String(use.GetId()),
+		attrToolName.String(use.Name),
+		attrToolCallID.String(use.ID),
 		attrToolType.String("function"),
 	))
-	carrier := propagation.MapCarrier{}
-	otel.GetTextMapPropagator().Inject(ctx, carrier)
-	use.Traceparent = carrier.Get("traceparent")
-	use.Tracestate = carrier.Get("tracestate")
-	return span
 }
 
 // endToolCall records a call's result on its span and closes it.
-func endToolCall(span trace.Span, r *executorv1.Result) {
-	outcome := strings.ToLower(strings.TrimPrefix(r.GetOutcome().String(), "OUTCOME_"))
+func endToolCall(span trace.Span, r *execapi.CallResult) {
+	outcome := r.FinalOutcome().String()
 	span.SetAttributes(attrOutcome.String(outcome))
-	if r.GetIsError() {
+	if r.IsError {
 		span.SetAttributes(attrErrorType.String(outcome))
 		span.SetStatus(codes.Error, outcome)
 	}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 // turn runs the query loop for one user message: stream a response, hand
@@ -151,7 +153,7 @@ func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
 
 // request streams one model response. Each tool_use is announced and sent
 // to the executor as soon as its block is complete.
-func (s *Session) request(ctx context.Context, l *link, tools []model.Tool) (*model.Response, *callSet, error) {
+func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Tool) (*model.Response, *callSet, error) {
 	cs := newCallSet()
 	s.mu.Lock()
 	s.calls = cs
@@ -179,19 +181,24 @@ func (s *Session) request(ctx context.Context, l *link, tools []model.Tool) (*mo
 				return
 			}
 			b := ev.Block
-			use := &executorv1.ToolUse{Id: b.ID, Name: b.Name, InputJson: ev.RawInput, AssistantMessageId: msgID}
-			cs.add(use, startToolCall(ctx, use))
+			use := execapi.ToolUse{ID: b.ID, Name: b.Name, Input: ev.RawInput, MessageID: msgID}
+			callCtx, span := startToolCall(ctx, use)
+			cs.add(use, span)
 			s.publish(Event{Kind: EventToolUse, MessageID: msgID, ToolUse: &ToolUse{ID: b.ID, Name: b.Name, InputJSON: ev.RawInput}})
-			if r := unsendable(use); r != nil {
-				cs.deliver(r, s.publishResult)
+			err := l.Submit(callCtx, use)
+			var unsendable *execapi.UnsendableError
+			if errors.As(err, &unsendable) {
+				// The stream cannot carry it: the call gets its result
+				// here, and the stream stays whole for the others.
+				cs.deliver(&execapi.CallResult{ToolUseID: use.ID, ToolName: use.Name,
+					Result: tool.UseError(tool.OutcomeInvalidInput, unsendable.Text)}, s.publishResult)
 				return
 			}
-			if err := l.submit(use); err != nil {
+			if err != nil {
 				// The stream is broken. The call stays pending: collect
 				// resumes the session and sends it again (the executor
 				// runs an id once, so a copy that did arrive is harmless).
 				s.log.Warn("send tool_use; will resend after resuming", "tool_use_id", b.ID, "err", err)
-				l.breakOff()
 			}
 		}
 	})
@@ -206,7 +213,7 @@ func (s *Session) request(ctx context.Context, l *link, tools []model.Tool) (*mo
 // interrupted result. When ctx ends (interrupt) it aborts every call and
 // waits a grace period for the executor's results; calls that still have
 // none get a result written here. stopped reports an interrupt.
-func (s *Session) collect(ctx context.Context, l *link, cs *callSet) (blocks []model.Block, stopped bool) {
+func (s *Session) collect(ctx context.Context, l execapi.Link, cs *callSet) (blocks []model.Block, stopped bool) {
 	defer func() {
 		s.mu.Lock()
 		if s.calls == cs {
@@ -216,12 +223,14 @@ func (s *Session) collect(ctx context.Context, l *link, cs *callSet) (blocks []m
 	}()
 	var err error
 	for {
-		err = cs.waitAll(ctx, l.done)
+		err = cs.waitAll(ctx, l.Broken())
 		if !errors.Is(err, errLinkLost) {
 			break
 		}
-		nl, rerr := s.resume(ctx, l)
-		if rerr != nil {
+		// The executor kept running the calls: reattach, take the events
+		// missed meanwhile, and send again the calls still without a
+		// result (their copies that did arrive run once).
+		if rerr := l.Resume(ctx, s.o.cfg.ResumeWindow); rerr != nil {
 			if ctx.Err() != nil {
 				err = context.Cause(ctx)
 			} else {
@@ -229,16 +238,13 @@ func (s *Session) collect(ctx context.Context, l *link, cs *callSet) (blocks []m
 			}
 			break
 		}
-		l = nl
-		for _, use := range cs.unfinished() {
-			if serr := l.submit(use); serr != nil {
-				l.breakOff()
-				break
+		for _, c := range cs.unfinished() {
+			if serr := l.Submit(c.ctx(), c.use); serr != nil {
+				break // the stream broke again: the loop resumes it
 			}
 		}
 	}
 	text := ""
-	outcome := executorv1.Outcome_OUTCOME_INTERRUPTED
 	switch {
 	case err == nil:
 	case errors.Is(err, errLinkLost):
@@ -247,10 +253,10 @@ func (s *Session) collect(ctx context.Context, l *link, cs *callSet) (blocks []m
 	default:
 		stopped = true
 		text = textInterrupted
-		if l.alive() {
-			if abortErr := l.abortAll(executorv1.AbortReason_ABORT_REASON_USER_INTERRUPTED, err.Error()); abortErr == nil {
+		if alive(l) {
+			if abortErr := l.Abort(execapi.Abort{All: true, Reason: execapi.AbortUserInterrupted, Detail: err.Error()}); abortErr == nil {
 				grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.cfg.AbortGrace)
-				_ = cs.waitAll(grace, l.done)
+				_ = cs.waitAll(grace, l.Broken())
 				cancel()
 			}
 		}
@@ -259,8 +265,8 @@ func (s *Session) collect(ctx context.Context, l *link, cs *callSet) (blocks []m
 		blocks = append(blocks, ToolResultBlock(r))
 	}
 	if text != "" {
-		for _, m := range cs.missing() {
-			r := syntheticResult(m[0], m[1], text, outcome)
+		for _, c := range cs.unfinished() {
+			r := syntheticResult(c.use.ID, c.use.Name, text)
 			if cs.deliver(r, s.publishResult) {
 				blocks = append(blocks, ToolResultBlock(r))
 			}
@@ -291,8 +297,9 @@ func (s *Session) finishTurn(res *TurnResult) {
 	s.usage = s.usage.Add(res.Usage)
 	s.mu.Unlock()
 	if st := s.o.cfg.Store; st != nil {
-		rec := record{Type: recTurn, Time: time.Now(), Turn: &turnRecord{StopReason: res.StopReason, Usage: res.Usage, Requests: res.Requests}}
-		if err := st.append(s.id, rec); err != nil {
+		rec := transcript.Record{Kind: transcript.KindTurn, Time: time.Now(),
+			Turn: &transcript.Turn{StopReason: string(res.StopReason), Usage: res.Usage, Requests: res.Requests}}
+		if err := st.Append(s.id, rec); err != nil {
 			s.publishError("persistence", err, false)
 		}
 	}

@@ -3,13 +3,12 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 func TestEventLogOrderAndBacklog(t *testing.T) {
@@ -53,11 +52,11 @@ func TestEventLogOrderAndBacklog(t *testing.T) {
 }
 
 func TestToolPool(t *testing.T) {
-	defs := []*executorv1.ToolDefinition{
-		{Name: "mcp__b__x", InputSchemaJson: `{"type":"object"}`},
-		{Name: "Write"}, {Name: "Bash"}, {Name: "mcp__a__y"}, {Name: "Read"}, {Name: "Glob"},
-		{Name: "TaskOutput"}, {Name: "TaskStop"},
+	var defs []execapi.ToolInfo
+	for _, name := range []string{"mcp__b__x", "Write", "Bash", "mcp__a__y", "Read", "Glob", "TaskOutput", "TaskStop"} {
+		defs = append(defs, execapi.ToolInfo{Spec: tool.Spec{Name: name}})
 	}
+	defs[0].InputSchema = json.RawMessage(`{"type":"object"}`)
 	names := func(allowed, disallowed []string) []string {
 		var out []string
 		for _, t := range toolPool(defs, allowed, disallowed) {
@@ -87,25 +86,25 @@ func TestToolPool(t *testing.T) {
 }
 
 func TestToolResultBlock(t *testing.T) {
-	text := func(s string) *executorv1.ContentBlock {
-		return &executorv1.ContentBlock{Block: &executorv1.ContentBlock_Text{Text: &executorv1.TextBlock{Text: s}}}
+	result := func(id string, r tool.Result) *execapi.CallResult {
+		return &execapi.CallResult{ToolUseID: id, Result: &r}
 	}
-	img := &executorv1.ContentBlock{Block: &executorv1.ContentBlock_Image{Image: &executorv1.ImageBlock{MediaType: "image/png", DataBase64: "AAAA"}}}
-	f, tr := false, true
+	text := func(s string) tool.Content { return tool.Content{Text: s} }
+	img := tool.Content{MediaType: "image/png", Data: []byte{0, 0, 0}}
 	tests := []struct {
 		name string
-		r    *executorv1.Result
+		r    *execapi.CallResult
 		want string
 	}{
-		{"text, is_error unset", &executorv1.Result{ToolUseId: "a", Content: []*executorv1.ContentBlock{text("1\tx")}},
+		{"text, is_error unset", result("a", tool.Result{Content: []tool.Content{text("1\tx")}}),
 			`{"type":"tool_result","tool_use_id":"a","content":"1\tx"}`},
-		{"bash success states is_error false", &executorv1.Result{ToolUseId: "b", Content: []*executorv1.ContentBlock{text("ok")}, IsError: &f},
+		{"bash success states is_error false", result("b", tool.Result{Content: []tool.Content{text("ok")}, StateIsError: true}),
 			`{"type":"tool_result","tool_use_id":"b","content":"ok","is_error":false}`},
-		{"error", &executorv1.Result{ToolUseId: "c", Content: []*executorv1.ContentBlock{text("<tool_use_error>no</tool_use_error>")}, IsError: &tr},
+		{"error", result("c", tool.Result{Content: []tool.Content{text("<tool_use_error>no</tool_use_error>")}, IsError: true}),
 			`{"type":"tool_result","tool_use_id":"c","content":"<tool_use_error>no</tool_use_error>","is_error":true}`},
-		{"image as a list", &executorv1.Result{ToolUseId: "d", Content: []*executorv1.ContentBlock{img}},
+		{"image as a list", result("d", tool.Result{Content: []tool.Content{img}}),
 			`{"type":"tool_result","tool_use_id":"d","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]}`},
-		{"two texts as a list", &executorv1.Result{ToolUseId: "e", Content: []*executorv1.ContentBlock{text("a"), text("b")}},
+		{"two texts as a list", result("e", tool.Result{Content: []tool.Content{text("a"), text("b")}}),
 			`{"type":"tool_result","tool_use_id":"e","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`},
 	}
 	for _, tt := range tests {
@@ -129,31 +128,14 @@ func TestToolResultBlock(t *testing.T) {
 }
 
 func TestNotificationText(t *testing.T) {
-	code := int32(5)
-	got := notificationText(&executorv1.TaskNotification{
-		TaskId: "b1", ToolUseId: "toolu_1", OutputPath: "/tmp/o", Status: "failed", ExitCode: &code,
+	code := 5
+	got := notificationText(&tool.TaskNotice{
+		TaskID: "b1", ToolUseID: "toolu_1", OutputPath: "/tmp/o", Status: "failed", ExitCode: &code,
 		Summary: `Background command "x" failed with exit code 5`,
 	})
 	want := "<task-notification>\n<task-id>b1</task-id>\n<tool-use-id>toolu_1</tool-use-id>\n<output-file>/tmp/o</output-file>\n" +
 		"<status>failed</status>\n<summary>Background command \"x\" failed with exit code 5</summary>\n</task-notification>"
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
-	}
-}
-
-// TestNoServerDependencies keeps the loop free of gRPC server code: the
-// gRPC edge (pkg/orchgrpc) depends on it, never the other way round.
-func TestNoServerDependencies(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		switch {
-		case strings.HasSuffix(dep, "/pkg/orchgrpc"), strings.HasSuffix(dep, "/pkg/execgrpc"),
-			strings.HasSuffix(dep, "/pkg/rpcserver"), strings.HasSuffix(dep, "/pkg/embedded"),
-			dep == "google.golang.org/grpc/reflection", dep == "google.golang.org/grpc/health":
-			t.Errorf("pkg/orchestrator depends on %s", dep)
-		}
 	}
 }

@@ -1,20 +1,24 @@
 package orchgrpc
 
 import (
-	"google.golang.org/protobuf/proto"
+	"fmt"
+
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	orchestratorv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
+	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/settings/settingspb"
 )
 
-// configFromProto converts a client's session configuration.
-func configFromProto(c *orchestratorv1.SessionConfig) orchestrator.SessionConfig {
+// configFromProto converts a client's session configuration. Settings
+// that do not convert (an unknown permission mode, a rule that does not
+// parse) are errInvalidSettings.
+func configFromProto(c *orchestratorv1.SessionConfig) (orchestrator.SessionConfig, error) {
 	if c == nil {
-		return orchestrator.SessionConfig{}
+		return orchestrator.SessionConfig{}, nil
 	}
 	cfg := orchestrator.SessionConfig{
 		Executor:        c.GetExecutor(),
@@ -28,12 +32,17 @@ func configFromProto(c *orchestratorv1.SessionConfig) orchestrator.SessionConfig
 		ThinkingBudget:  int(c.GetThinkingBudgetTokens()),
 	}
 	if c.GetSettings() != nil {
-		cfg.Settings = proto.Clone(c.GetSettings()).(*executorv1.Settings)
+		s, err := settingspb.FromProto(c.GetSettings())
+		if err != nil {
+			return orchestrator.SessionConfig{}, fmt.Errorf("%w: %w", errInvalidSettings, err)
+		}
+		cfg.Settings = &s
 	}
 	if c.GetOptions() != nil {
-		cfg.Options = proto.Clone(c.GetOptions()).(*executorv1.SessionOptions)
+		o := execgrpc.OptionsFromProto(c.GetOptions())
+		cfg.Options = &o
 	}
-	return cfg
+	return cfg, nil
 }
 
 func usageToProto(u model.Usage) *orchestratorv1.Usage {
@@ -79,11 +88,11 @@ func eventToProto(ev orchestrator.Event) *orchestratorv1.ConverseResponse {
 			MessageId: ev.MessageID, Id: ev.ToolUse.ID, Name: ev.ToolUse.Name, InputJson: ev.ToolUse.InputJSON,
 		}}
 	case orchestrator.EventProgress:
-		r.Event = &orchestratorv1.ConverseResponse_ToolProgress{ToolProgress: ev.Progress}
+		r.Event = &orchestratorv1.ConverseResponse_ToolProgress{ToolProgress: execgrpc.ProgressToProto(ev.Progress)}
 	case orchestrator.EventToolResult:
-		r.Event = &orchestratorv1.ConverseResponse_ToolResult{ToolResult: ev.Result}
+		r.Event = &orchestratorv1.ConverseResponse_ToolResult{ToolResult: execgrpc.ResultToProto(ev.Result)}
 	case orchestrator.EventPermissionRequest:
-		r.Event = &orchestratorv1.ConverseResponse_PermissionRequest{PermissionRequest: ev.Permission}
+		r.Event = &orchestratorv1.ConverseResponse_PermissionRequest{PermissionRequest: execgrpc.PermissionRequestToProto(ev.Permission)}
 	case orchestrator.EventRetry:
 		r.Event = &orchestratorv1.ConverseResponse_Retry{Retry: &orchestratorv1.Retry{
 			Attempt: uint32(ev.Retry.Attempt), MaxAttempts: uint32(ev.Retry.MaxRetries),
@@ -91,7 +100,7 @@ func eventToProto(ev orchestrator.Event) *orchestratorv1.ConverseResponse {
 		}}
 	case orchestrator.EventError:
 		r.Event = &orchestratorv1.ConverseResponse_Error{Error: &orchestratorv1.Error{
-			Kind: ev.Error.Kind, Message: ev.Error.Message, Recoverable: ev.Error.Recoverable,
+			Kind: ev.Error.Kind, Message: ev.Error.Message, Recoverable: ev.Error.Recoverable, Reason: eventReason(ev.Error.Err),
 		}}
 	case orchestrator.EventTurnComplete:
 		t := ev.Turn

@@ -22,6 +22,10 @@ var (
 	errUnexpectedMessage = errors.New("unexpected Converse message")
 	// errSessionEnded ends a Converse stream whose session closed.
 	errSessionEnded = errors.New("the session ended")
+	// errInvalidSettings: a session's settings do not convert (an unknown
+	// permission mode, a rule that does not parse). It is the executor's
+	// INVALID_OPEN, found before the request reaches an executor.
+	errInvalidSettings = errors.New("invalid settings")
 )
 
 // toStatus maps an error to a gRPC status error with a reason (pkg/rpcerr)
@@ -38,6 +42,8 @@ func toStatus(err error, kv ...string) error {
 		code, reason = codes.InvalidArgument, rpcerr.InvalidFirstMessage
 	case errors.Is(err, errUnexpectedMessage):
 		code, reason = codes.InvalidArgument, rpcerr.UnexpectedMessage
+	case errors.Is(err, errInvalidSettings):
+		code, reason = codes.InvalidArgument, rpcerr.InvalidOpen
 	case errors.Is(err, orchestrator.ErrInvalid):
 		code, reason = codes.InvalidArgument, rpcerr.InvalidArgument
 	case errors.Is(err, orchestrator.ErrNotFound):
@@ -112,4 +118,24 @@ func errorKind(err error) string {
 		return "closed"
 	}
 	return "internal"
+}
+
+// eventReason is the reason of an error event: the one a status for the
+// same failure carries (see toStatus), where one fits. A session that is
+// closed is SESSION_CLOSED, as the Converse stream itself ends with. A
+// failure no reason names (a model API error, a cut stream, the max-turns
+// guard, a bug) has none: the event's kind says what failed.
+func eventReason(err error) string {
+	if err == nil {
+		return ""
+	}
+	if errors.Is(err, orchestrator.ErrClosed) {
+		return rpcerr.SessionClosed
+	}
+	switch r := rpcerr.Reason(toStatus(err)); r {
+	case rpcerr.Internal, rpcerr.Canceled, rpcerr.DeadlineExceeded:
+		return ""
+	default:
+		return r
+	}
 }

@@ -45,3 +45,28 @@ func TestToStatus(t *testing.T) {
 		t.Error("toStatus(nil) is not nil")
 	}
 }
+
+// An error event carries the reason a status for the same failure would,
+// where one fits.
+func TestEventReason(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{fmt.Errorf("session s: %w", orchestrator.ErrBusy), rpcerr.SessionBusy},
+		{fmt.Errorf("session s: %w", orchestrator.ErrClosed), rpcerr.SessionClosed},
+		{fmt.Errorf("%w: permission decision without a tool_use id", orchestrator.ErrInvalid), rpcerr.InvalidArgument},
+		{fmt.Errorf("session s: %w: stream broken", orchestrator.ErrExecutorUnavailable), rpcerr.ExecutorUnavailable},
+		{fmt.Errorf("%w: %w", orchestrator.ErrExecutorUnavailable, rpcerr.Error(codes.FailedPrecondition, rpcerr.WorkspaceInvalid, "outside the root")), rpcerr.WorkspaceInvalid},
+		{fmt.Errorf("request: %w", model.ErrNoCredentials), rpcerr.ModelCredentialsMissing},
+		{model.ErrStreamCut, ""},
+		{errors.New("reached the limit of 3 model requests in one turn"), ""},
+		{context.Canceled, ""},
+	}
+	for _, tt := range tests {
+		if got := eventReason(tt.err); got != tt.want {
+			t.Errorf("eventReason(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}

@@ -68,7 +68,7 @@ func attachMsg(id string) *orchestratorv1.ConverseRequest {
 // guardedExecutor serves a real executor that wants a bearer token on a
 // unix socket, and returns a client that sends none: the executor refuses
 // the orchestrator itself.
-func guardedExecutor(t *testing.T) executorv1.ExecutorServiceClient {
+func guardedExecutor(t *testing.T) grpc.ClientConnInterface {
 	t.Helper()
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
@@ -104,7 +104,7 @@ func guardedExecutor(t *testing.T) executorv1.ExecutorServiceClient {
 		ex.Close()
 		srv.Stop()
 	})
-	return executorv1.NewExecutorServiceClient(conn)
+	return conn
 }
 
 // TestErrorReasons runs every way an OrchestratorService call can be
@@ -150,9 +150,12 @@ func TestErrorReasons(t *testing.T) {
 				code: codes.AlreadyExists, reason: rpcerr.SessionExists, meta: map[string]string{"session_id": live}},
 			{name: "create with a workspace outside the executor's root", err: create("ws", &orchestratorv1.SessionConfig{Workspace: "/etc"}),
 				code: codes.FailedPrecondition, reason: rpcerr.WorkspaceInvalid, meta: map[string]string{"session_id": "ws"}},
-			{name: "create with settings the executor cannot compile", err: create("rules", &orchestratorv1.SessionConfig{
+			{name: "create with settings that do not compile", err: create("rules", &orchestratorv1.SessionConfig{
 				Settings: &executorv1.Settings{Allow: []string{"Bash("}}}),
-				code: codes.InvalidArgument, reason: rpcerr.InvalidOpen},
+				code: codes.InvalidArgument, reason: rpcerr.InvalidOpen, meta: map[string]string{"session_id": "rules", "field": "settings"}},
+			{name: "create with an unknown permission mode", err: create("mode", &orchestratorv1.SessionConfig{
+				Settings: &executorv1.Settings{Mode: executorv1.PermissionMode(99)}}),
+				code: codes.InvalidArgument, reason: rpcerr.InvalidOpen, meta: map[string]string{"field": "settings"}},
 			{name: "create on an executor that cannot be reached", err: create("down", &orchestratorv1.SessionConfig{Executor: "unreachable"}),
 				code: codes.Unavailable, reason: rpcerr.ExecutorUnavailable, meta: map[string]string{"session_id": "down"}},
 			{name: "create on an executor that refuses the orchestrator", err: create("refused", &orchestratorv1.SessionConfig{Executor: "guarded"}),

@@ -9,9 +9,16 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"google.golang.org/grpc"
+
 	orchestratorv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
+	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 )
+
+// ServiceName is OrchestratorService's full name, the one its health
+// status is kept under.
+var ServiceName = orchestratorv1.OrchestratorService_ServiceDesc.ServiceName
 
 // Server serves OrchestratorService over an Orchestrator.
 type Server struct {
@@ -28,9 +35,18 @@ func NewServer(o *orchestrator.Orchestrator, log *slog.Logger) *Server {
 	return &Server{o: o, log: log}
 }
 
+// Register adds the service to a gRPC server.
+func (s *Server) Register(r grpc.ServiceRegistrar) {
+	orchestratorv1.RegisterOrchestratorServiceServer(r, s)
+}
+
 // CreateSession starts a session and connects it to its executor.
 func (s *Server) CreateSession(ctx context.Context, req *orchestratorv1.CreateSessionRequest) (*orchestratorv1.CreateSessionResponse, error) {
-	sess, err := s.o.Create(ctx, req.GetSessionId(), configFromProto(req.GetConfig()))
+	cfg, err := configFromProto(req.GetConfig())
+	if err != nil {
+		return nil, toStatus(err, "session_id", req.GetSessionId(), "field", "settings")
+	}
+	sess, err := s.o.Create(ctx, req.GetSessionId(), cfg)
 	if err != nil {
 		return nil, toStatus(err, "session_id", req.GetSessionId())
 	}
@@ -196,7 +212,7 @@ func (c *conversation) receive() error {
 		case *orchestratorv1.ConverseRequest_UserMessage:
 			err = c.sess.Start(m.UserMessage.GetText())
 		case *orchestratorv1.ConverseRequest_PermissionDecision:
-			err = c.sess.Decide(m.PermissionDecision)
+			err = c.sess.Decide(execgrpc.DecisionFromProto(m.PermissionDecision))
 		case *orchestratorv1.ConverseRequest_Interrupt:
 			c.log.Info("client interrupt", "reason", m.Interrupt.GetReason())
 			c.sess.Interrupt(m.Interrupt.GetReason())
@@ -211,7 +227,7 @@ func (c *conversation) receive() error {
 			if serr := c.send(&orchestratorv1.ConverseResponse{
 				Sequence: c.sess.LastSequence(),
 				Event: &orchestratorv1.ConverseResponse_Error{Error: &orchestratorv1.Error{
-					Kind: errorKind(err), Message: err.Error(), Recoverable: true,
+					Kind: errorKind(err), Message: err.Error(), Recoverable: true, Reason: eventReason(err),
 				}},
 			}); serr != nil {
 				return serr

@@ -23,10 +23,13 @@ import (
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	orchestratorv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
 	"github.com/toolwire/toolwire/pkg/embedded"
+	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 	"github.com/toolwire/toolwire/pkg/orchgrpc"
+	"github.com/toolwire/toolwire/pkg/rpcerr"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 )
 
@@ -43,13 +46,13 @@ type env struct {
 	orch   *orchestrator.Orchestrator
 	client orchestratorv1.OrchestratorServiceClient
 
-	mu        sync.Mutex                                  // guards executors
-	executors map[string]executorv1.ExecutorServiceClient // other executors by address
+	mu        sync.Mutex                          // guards executors
+	executors map[string]grpc.ClientConnInterface // other executors by address
 }
 
 func newEnv(t *testing.T, replies ...fakeapi.Reply) *env {
 	t.Helper()
-	e := &env{fake: fakeapi.New(t, replies...), root: sandboxtest.Dir(t), executors: map[string]executorv1.ExecutorServiceClient{}}
+	e := &env{fake: fakeapi.New(t, replies...), root: sandboxtest.Dir(t), executors: map[string]grpc.ClientConnInterface{}}
 	emb, err := embedded.Start(context.Background(), embedded.Config{Root: e.root})
 	if err != nil {
 		t.Fatal(err)
@@ -59,24 +62,28 @@ func newEnv(t *testing.T, replies ...fakeapi.Reply) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := orchestrator.OpenStore(t.TempDir(), orchestrator.StoreOptions{})
+	st, err := transcript.Open(t.TempDir(), transcript.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	executors, err := execgrpc.NewClient(execgrpc.ClientConfig{Conn: func(_ context.Context, addr string) (grpc.ClientConnInterface, error) {
+		if addr == "embedded" {
+			return emb.Conn(), nil
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if c := e.executors[addr]; c != nil {
+			return c, nil
+		}
+		return nil, fmt.Errorf("dial %s: connection refused", addr)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	orch, err := orchestrator.New(orchestrator.Config{
-		Model: mc,
-		Dial: func(_ context.Context, addr string) (executorv1.ExecutorServiceClient, error) {
-			if addr == "embedded" {
-				return emb.Client(), nil
-			}
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			if c := e.executors[addr]; c != nil {
-				return c, nil
-			}
-			return nil, fmt.Errorf("dial %s: connection refused", addr)
-		},
+		Model:           mc,
+		Executor:        executors,
 		DefaultExecutor: "embedded",
 		Store:           st,
 	})
@@ -337,7 +344,7 @@ func TestErrorsMapToStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		if er := r.GetError(); er != nil {
-			if er.GetKind() != "busy" || !er.GetRecoverable() {
+			if er.GetKind() != "busy" || er.GetReason() != rpcerr.SessionBusy || !er.GetRecoverable() {
 				t.Fatalf("error = %v", er)
 			}
 			break

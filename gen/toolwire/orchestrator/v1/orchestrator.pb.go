@@ -1522,7 +1522,15 @@ type Error struct {
 	// Human-readable text.
 	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	// Whether the turn goes on after it.
-	Recoverable   bool `protobuf:"varint,3,opt,name=recoverable,proto3" json:"recoverable,omitempty"`
+	Recoverable bool `protobuf:"varint,3,opt,name=recoverable,proto3" json:"recoverable,omitempty"`
+	// The stable reason of the failure, from the vocabulary of the services'
+	// status reasons (the ErrorInfo reasons docs/protocol.md lists) where one
+	// fits: SESSION_BUSY for a user message during a turn, SESSION_CLOSED,
+	// INVALID_ARGUMENT, EXECUTOR_UNAVAILABLE, an executor's refusal passed
+	// on (WORKSPACE_INVALID, EXECUTOR_REFUSED, ...), MODEL_CREDENTIALS_MISSING.
+	// Empty when none fits (a model API error, a cut stream, the max-turns
+	// guard): kind says what failed.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1576,6 +1584,13 @@ func (x *Error) GetRecoverable() bool {
 		return x.Recoverable
 	}
 	return false
+}
+
+func (x *Error) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 // Retry reports a retried model request.
@@ -1751,11 +1766,12 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\finput_tokens\x18\x01 \x01(\x04R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x04R\foutputTokens\x125\n" +
 	"\x17cache_read_input_tokens\x18\x03 \x01(\x04R\x14cacheReadInputTokens\x12=\n" +
-	"\x1bcache_creation_input_tokens\x18\x04 \x01(\x04R\x18cacheCreationInputTokens\"W\n" +
+	"\x1bcache_creation_input_tokens\x18\x04 \x01(\x04R\x18cacheCreationInputTokens\"o\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12 \n" +
-	"\vrecoverable\x18\x03 \x01(\bR\vrecoverable\"\x8d\x01\n" +
+	"\vrecoverable\x18\x03 \x01(\bR\vrecoverable\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x8d\x01\n" +
 	"\x05Retry\x12\x18\n" +
 	"\aattempt\x18\x01 \x01(\rR\aattempt\x12!\n" +
 	"\fmax_attempts\x18\x02 \x01(\rR\vmaxAttempts\x12/\n" +

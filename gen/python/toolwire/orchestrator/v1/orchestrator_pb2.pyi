@@ -91,14 +91,16 @@ class DeleteSessionResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Error(_message.Message):
-    __slots__ = ["kind", "message", "recoverable"]
+    __slots__ = ["kind", "message", "reason", "recoverable"]
     KIND_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     RECOVERABLE_FIELD_NUMBER: _ClassVar[int]
     kind: str
     message: str
+    reason: str
     recoverable: bool
-    def __init__(self, kind: _Optional[str] = ..., message: _Optional[str] = ..., recoverable: bool = ...) -> None: ...
+    def __init__(self, kind: _Optional[str] = ..., message: _Optional[str] = ..., recoverable: bool = ..., reason: _Optional[str] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
     __slots__ = ["session_id"]

@@ -1,12 +1,19 @@
-package orchestrator
+// Package transcript keeps conversations as JSONL files, one per session:
+// the records of a transcript (the session and its configuration, each
+// message as soon as it is complete, each finished turn, a move to
+// another executor, a new configuration), how they are read back (torn
+// last lines cut off, older forms of the configuration still read), and
+// the Store that lists, finds and removes them.
+//
+// It is the orchestrator's persistence and knows nothing of turns or
+// executors beyond what a record says; pkg/orchestrator writes the records.
+package transcript
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,8 +22,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+)
 
-	"github.com/toolwire/toolwire/pkg/model"
+// Errors of the Store.
+var (
+	// ErrNotFound: no transcript has that session id.
+	ErrNotFound = errors.New("session not found")
+	// ErrExists: a transcript with that session id exists already.
+	ErrExists = errors.New("session already exists")
+	// ErrInvalidID: a session id that is not a safe file name.
+	ErrInvalidID = errors.New("invalid session id")
 )
 
 // Store keeps each session's transcript as a JSONL file, <dir>/<id>.jsonl:
@@ -32,17 +47,17 @@ type Store struct {
 	files map[string]*os.File
 }
 
-// StoreOptions tunes a Store.
-type StoreOptions struct {
+// Options tunes a Store.
+type Options struct {
 	// Sync makes every append wait for the disk (fsync). Without it an
 	// append survives a crash of the process but not of the machine.
 	Sync bool
 }
 
-// OpenStore returns a Store in dir, creating the directory if needed.
-func OpenStore(dir string, opts StoreOptions) (*Store, error) {
+// Open returns a Store in dir, creating the directory if needed.
+func Open(dir string, opts Options) (*Store, error) {
 	if dir == "" {
-		return nil, fmt.Errorf("%w: empty session directory", ErrInvalid)
+		return nil, errors.New("empty session directory")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("session directory: %w", err)
@@ -50,9 +65,9 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	return &Store{dir: dir, sync: opts.Sync, files: map[string]*os.File{}}, nil
 }
 
-// DefaultStoreDir returns $XDG_STATE_HOME/toolwire/sessions, or
+// DefaultDir returns $XDG_STATE_HOME/toolwire/sessions, or
 // ~/.local/state/toolwire/sessions when XDG_STATE_HOME is unset.
-func DefaultStoreDir() (string, error) {
+func DefaultDir() (string, error) {
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "toolwire", "sessions"), nil
 	}
@@ -68,49 +83,19 @@ func (st *Store) Dir() string { return st.dir }
 
 var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
-// checkID rejects ids that are not safe file names.
-func checkID(id string) error {
+// CheckID rejects ids that are not safe file names.
+func CheckID(id string) error {
 	if !validID.MatchString(id) {
-		return fmt.Errorf("%w: session id %q (use letters, digits, '.', '_' and '-', at most 128)", ErrInvalid, id)
+		return fmt.Errorf("%w: %q (use letters, digits, '.', '_' and '-', at most 128)", ErrInvalidID, id)
 	}
 	return nil
 }
 
 func (st *Store) path(id string) string { return filepath.Join(st.dir, id+".jsonl") }
 
-// Record kinds of a transcript file.
-const (
-	recSession = "session"
-	recMessage = "message"
-	recTurn    = "turn"
-	recPlaced  = "placed" // the session moved to another executor of its pool
-	recConfig  = "config" // the session's configuration changed (Reconfigure)
-)
-
-// record is one line of a transcript file.
-type record struct {
-	Type string    `json:"type"`
-	Time time.Time `json:"time"`
-	// Session header; Config also in a config record.
-	ID     string         `json:"id,omitempty"`
-	Config *SessionConfig `json:"config,omitempty"`
-	// Message.
-	Message   *model.Message `json:"message,omitempty"`
-	MessageID string         `json:"message_id,omitempty"`
-	// Turn.
-	Turn *turnRecord `json:"turn,omitempty"`
-	// Placed: the executor the session runs on from now on.
-	Executor string `json:"executor,omitempty"`
-}
-
-type turnRecord struct {
-	StopReason StopReason  `json:"stop_reason"`
-	Usage      model.Usage `json:"usage"`
-	Requests   int         `json:"requests"`
-}
-
-// create starts the transcript of a new session.
-func (st *Store) create(id string, cfg SessionConfig, created time.Time) error {
+// Create starts the transcript of a new session. A session that has one
+// already is ErrExists.
+func (st *Store) Create(id string, cfg Config, created time.Time) error {
 	f, err := os.OpenFile(st.path(id), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%w: %s", ErrExists, id)
@@ -121,14 +106,15 @@ func (st *Store) create(id string, cfg SessionConfig, created time.Time) error {
 	st.mu.Lock()
 	st.files[id] = f
 	st.mu.Unlock()
-	return st.append(id, record{Type: recSession, Time: created, ID: id, Config: &cfg})
+	return st.Append(id, Record{Kind: KindSession, Time: created, ID: id, Config: &cfg})
 }
 
-// append writes one record.
-func (st *Store) append(id string, rec record) error {
+// Append writes one record to a session's transcript, keeping its file
+// open until Release.
+func (st *Store) Append(id string, rec Record) error {
 	line, err := json.Marshal(rec)
 	if err != nil {
-		return fmt.Errorf("encode %s record: %w", rec.Type, err)
+		return fmt.Errorf("encode %s record: %w", rec.Kind, err)
 	}
 	line = append(line, '\n')
 	st.mu.Lock()
@@ -152,103 +138,8 @@ func (st *Store) append(id string, rec record) error {
 	return nil
 }
 
-// transcript is a loaded session file.
-type transcript struct {
-	id       string
-	created  time.Time
-	config   SessionConfig
-	messages []model.Message
-	turns    int
-	usage    model.Usage
-}
-
-// load reads a session's transcript. Consecutive messages of the same role
-// (written separately, e.g. results and then the next user text) are
-// joined, as they were in the conversation. A torn last line is removed
-// from the file.
-func (st *Store) load(id string) (*transcript, error) {
-	if err := checkID(id); err != nil {
-		return nil, err
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	f, err := os.OpenFile(st.path(id), os.O_RDWR, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open transcript: %w", err)
-	}
-	defer f.Close()
-	t := &transcript{id: id}
-	r := bufio.NewReader(f)
-	var good int64 // bytes of complete, valid records
-	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
-		if errors.Is(err, io.EOF) {
-			if len(bytes.TrimSpace(line)) > 0 {
-				// A record cut short by a crash: drop it so appends stay valid.
-				if terr := f.Truncate(good); terr != nil {
-					return nil, fmt.Errorf("cut torn record off %s: %w", f.Name(), terr)
-				}
-			}
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read transcript %s: %w", f.Name(), err)
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			good += int64(len(line))
-			continue
-		}
-		var rec record
-		if err := json.Unmarshal(line, &rec); err != nil {
-			return nil, fmt.Errorf("transcript %s line %d: %w", f.Name(), n, err)
-		}
-		good += int64(len(line))
-		switch rec.Type {
-		case recSession:
-			t.created = rec.Time
-			if rec.Config != nil {
-				t.config = *rec.Config
-			}
-		case recMessage:
-			if rec.Message != nil && len(rec.Message.Content) > 0 {
-				t.messages = appendMessage(t.messages, *rec.Message)
-			}
-		case recPlaced:
-			t.config.Executor = rec.Executor
-		case recConfig:
-			if rec.Config != nil {
-				t.config = *rec.Config
-			}
-		case recTurn:
-			t.turns++
-			if rec.Turn != nil {
-				t.usage = t.usage.Add(rec.Turn.Usage)
-			}
-		}
-	}
-	if t.created.IsZero() {
-		return nil, fmt.Errorf("transcript %s has no session header", f.Name())
-	}
-	return t, nil
-}
-
-// appendMessage adds m to msgs, joining it to the last message when both
-// are user messages.
-func appendMessage(msgs []model.Message, m model.Message) []model.Message {
-	if n := len(msgs); n > 0 && msgs[n-1].Role == m.Role && m.Role == model.RoleUser {
-		last := msgs[n-1]
-		last.Content = append(append([]model.Block(nil), last.Content...), m.Content...)
-		msgs[n-1] = last
-		return msgs
-	}
-	return append(msgs, m)
-}
-
-// list returns the ids of stored sessions.
-func (st *Store) list() ([]string, error) {
+// IDs returns the ids of the stored sessions.
+func (st *Store) IDs() ([]string, error) {
 	entries, err := os.ReadDir(st.dir)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
@@ -256,7 +147,7 @@ func (st *Store) list() ([]string, error) {
 	var ids []string
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
-		if ok && e.Type().IsRegular() && checkID(id) == nil {
+		if ok && e.Type().IsRegular() && CheckID(id) == nil {
 			ids = append(ids, id)
 		}
 	}
@@ -267,7 +158,7 @@ func (st *Store) list() ([]string, error) {
 type Summary struct {
 	// ID of the session.
 	ID string
-	// Directory is the client's directory (SessionConfig.Directory); empty
+	// Directory is the client's directory (Config.Directory); empty
 	// for sessions stored before it was recorded.
 	Directory string
 	// Model is the session's model.
@@ -287,13 +178,13 @@ type Summary struct {
 // List describes every stored session, most recently updated first.
 // Transcripts that cannot be read are skipped.
 func (st *Store) List() ([]Summary, error) {
-	ids, err := st.list()
+	ids, err := st.IDs()
 	if err != nil {
 		return nil, err
 	}
 	var out []Summary
 	for _, id := range ids {
-		t, err := st.load(id)
+		t, err := st.Load(id)
 		if err != nil {
 			continue
 		}
@@ -301,10 +192,10 @@ func (st *Store) List() ([]Summary, error) {
 		if err != nil {
 			continue
 		}
-		sum := Summary{ID: id, Directory: t.config.Directory, Model: t.config.Model, Created: t.created,
-			Updated: info.ModTime(), Turns: t.turns, Messages: len(t.messages)}
-		if len(t.messages) > 0 {
-			sum.Prompt = t.messages[0].Text()
+		sum := Summary{ID: id, Directory: t.Config.Directory, Model: t.Config.Model, Created: t.Created,
+			Updated: info.ModTime(), Turns: t.Turns, Messages: len(t.Messages)}
+		if len(t.Messages) > 0 {
+			sum.Prompt = t.Messages[0].Text()
 		}
 		out = append(out, sum)
 	}
@@ -316,7 +207,7 @@ func (st *Store) List() ([]Summary, error) {
 // Directory is dir, reading only each transcript's first line. It returns
 // ErrNotFound when there is none.
 func (st *Store) Latest(dir string) (string, error) {
-	ids, err := st.list()
+	ids, err := st.IDs()
 	if err != nil {
 		return "", err
 	}
@@ -330,8 +221,8 @@ func (st *Store) Latest(dir string) (string, error) {
 		line, _ := bufio.NewReader(f).ReadBytes('\n')
 		info, serr := f.Stat()
 		f.Close()
-		var rec record
-		if serr != nil || json.Unmarshal(line, &rec) != nil || rec.Type != recSession || rec.Config == nil || rec.Config.Directory != dir {
+		var rec Record
+		if serr != nil || json.Unmarshal(line, &rec) != nil || rec.Kind != KindSession || rec.Config == nil || rec.Config.Directory != dir {
 			continue
 		}
 		if best == "" || info.ModTime().After(bestTime) {
@@ -347,7 +238,7 @@ func (st *Store) Latest(dir string) (string, error) {
 // Remove deletes a stored session's transcript. A session that is not
 // stored is ErrNotFound.
 func (st *Store) Remove(id string) error {
-	if err := checkID(id); err != nil {
+	if err := CheckID(id); err != nil {
 		return err
 	}
 	if _, err := os.Stat(st.path(id)); errors.Is(err, fs.ErrNotExist) {
@@ -356,8 +247,8 @@ func (st *Store) Remove(id string) error {
 	return st.remove(id)
 }
 
-// release closes the session's open file.
-func (st *Store) release(id string) {
+// Release closes the session's open file, if any.
+func (st *Store) Release(id string) {
 	st.mu.Lock()
 	if f := st.files[id]; f != nil {
 		_ = f.Close()
@@ -370,7 +261,7 @@ func (st *Store) release(id string) {
 // <dir>/<id>/, where the in-process executor keeps the session's saved
 // outputs.
 func (st *Store) remove(id string) error {
-	st.release(id)
+	st.Release(id)
 	if err := os.Remove(st.path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove transcript: %w", err)
 	}

@@ -1,0 +1,133 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolwire/toolwire/pkg/execapi"
+)
+
+// call is one tool_use of a model response, as sent to the executor.
+type call struct {
+	use  execapi.ToolUse
+	span trace.Span // execute_tool; ends with the call's result
+}
+
+// ctx is a context that carries only the call's span: what the link needs
+// to send the call (again) with its trace context.
+func (c *call) ctx() context.Context { return trace.ContextWithSpan(context.Background(), c.span) }
+
+// callSet tracks the calls of one model response until each has a result.
+type callSet struct {
+	mu      sync.Mutex       // guards the fields below
+	calls   map[string]*call // every call, by tool_use id
+	pending map[string]bool  // the calls without a result
+	order   []string         // tool_use ids in the order of the response
+	results []*execapi.CallResult
+	signal  chan struct{} // receives a token when a result arrives
+}
+
+func newCallSet() *callSet {
+	return &callSet{calls: map[string]*call{}, pending: map[string]bool{}, signal: make(chan struct{}, 1)}
+}
+
+// add records a call and its span, which ends with the call's result. A
+// second call with the same id only ends its span.
+func (c *callSet) add(use execapi.ToolUse, span trace.Span) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, dup := c.calls[use.ID]; dup {
+		span.End()
+		return
+	}
+	c.calls[use.ID] = &call{use: use, span: span}
+	c.pending[use.ID] = true
+	c.order = append(c.order, use.ID)
+}
+
+// unfinished returns the calls still waiting for a result, in tool_use
+// order.
+func (c *callSet) unfinished() []*call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*call
+	for _, id := range c.order {
+		if c.pending[id] {
+			out = append(out, c.calls[id])
+		}
+	}
+	return out
+}
+
+func (c *callSet) has(id string) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending[id]
+}
+
+// deliver records r if its call waits for it, and reports whether it did.
+// announce (publishResult) runs before the turn waiting for the calls can
+// see r: the tool_result event is out before the turn goes on and
+// publishes what follows it (the next request's events, turn_complete).
+func (c *callSet) deliver(r *execapi.CallResult, announce func(*execapi.CallResult)) bool {
+	c.mu.Lock()
+	if !c.pending[r.ToolUseID] {
+		c.mu.Unlock()
+		return false
+	}
+	announce(r)
+	delete(c.pending, r.ToolUseID)
+	c.results = append(c.results, r)
+	span := c.calls[r.ToolUseID].span
+	c.mu.Unlock()
+	endToolCall(span, r)
+	select {
+	case c.signal <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (c *callSet) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.order)
+}
+
+func (c *callSet) waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+// arrived returns the results in the order they arrived.
+func (c *callSet) arrived() []*execapi.CallResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*execapi.CallResult(nil), c.results...)
+}
+
+// waitAll waits until every call has its result. It returns early when ctx
+// ends or the link's stream breaks (broken closes).
+func (c *callSet) waitAll(ctx context.Context, broken <-chan struct{}) error {
+	for c.waiting() > 0 {
+		select {
+		case <-c.signal:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-broken:
+			if c.waiting() > 0 {
+				return errLinkLost
+			}
+		}
+	}
+	return nil
+}
+
+var errLinkLost = errors.New("executor stream lost")

@@ -1,0 +1,249 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
+)
+
+// A session's link to its executor: reaching it (opening, reconnecting
+// between turns, moving a pooled session to another executor), and the
+// events that come back. Resuming in the middle of a turn is in turn.go;
+// the protocol itself (streams, retries, replay) is the Executor's.
+
+// alive reports whether l's stream still works.
+func alive(l execapi.Link) bool {
+	select {
+	case <-l.Broken():
+		return false
+	default:
+		return true
+	}
+}
+
+// connect returns a working link to the session's executor, with the
+// tools offered to the model: the link as it is, a broken one reconnected
+// (a session loaded from disk reattaches to the executor's session if it
+// still exists), or a new one.
+//
+// A session placed from a pool whose executor cannot be reached (gone, or
+// draining) moves to another member of the pool: a fresh executor session,
+// which the model is told about, since files, the working directory and
+// background tasks stay behind. Between turns no call is running, so
+// nothing runs twice.
+func (s *Session) connect(ctx context.Context) (execapi.Link, []model.Tool, error) {
+	s.linkMu.Lock()
+	defer s.linkMu.Unlock()
+	addr := s.executorAddr()
+	placer := s.o.cfg.Placer
+	pooled := s.cfg.Pool != "" && placer != nil
+	leaving := pooled && placer.Leaving(s.cfg.Pool, addr)
+	if s.link != nil && alive(s.link) {
+		if !leaving {
+			return s.link, s.tools, nil
+		}
+		// No call runs between model requests: end the executor's session
+		// cleanly and move before it goes away under the next calls.
+		s.log.Warn("executor is draining; ending the session there", "executor", addr)
+		s.link.Close()
+		s.link = nil
+	}
+	var err error
+	if leaving {
+		err = fmt.Errorf("%w: %s is draining or unreachable", ErrExecutorUnavailable, addr)
+	} else {
+		err = s.reach(ctx, addr, pooled)
+		switch {
+		case err == nil:
+			return s.link, s.tools, nil
+		case !pooled || ctx.Err() != nil:
+			return nil, nil, err
+		}
+		if isDraining(err) {
+			placer.Draining(s.cfg.Pool, addr)
+		}
+	}
+	if err := s.move(ctx, addr, err); err != nil {
+		return nil, nil, err
+	}
+	return s.link, s.tools, nil
+}
+
+// reach links the session to the executor at addr: a broken link
+// reconnects, waiting up to the resume window for an executor that cannot
+// be reached unless the session can move within its pool instead; a
+// session without a link opens one. linkMu is held.
+func (s *Session) reach(ctx context.Context, addr string, pooled bool) error {
+	if s.link == nil {
+		return s.open(ctx, addr)
+	}
+	window := s.o.cfg.ResumeWindow
+	if pooled {
+		window = 0
+	}
+	if err := s.link.Reconnect(ctx, window); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrExecutorUnavailable, addr, err)
+	}
+	s.linked()
+	return nil
+}
+
+// open opens the session on the executor at addr. The tools offered to
+// the model are chosen from the executor's at the first connection, and
+// the executor runs no call of any other. linkMu is held.
+func (s *Session) open(ctx context.Context, addr string) error {
+	ex := s.o.cfg.Executor
+	if s.tools == nil {
+		defs, err := ex.ListTools(ctx, addr)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrExecutorUnavailable, err)
+		}
+		s.tools = toolPool(defs, s.cfg.AllowedTools, s.cfg.DisallowedTools)
+	}
+	req := execapi.OpenRequest{
+		SessionID:     s.id,
+		Workspace:     s.cfg.Workspace,
+		ClientName:    s.o.cfg.ClientName,
+		ClientVersion: s.o.cfg.ClientVersion,
+		Tools:         make([]string, 0, len(s.tools)),
+	}
+	for _, t := range s.tools {
+		req.Tools = append(req.Tools, t.Name)
+	}
+	if s.cfg.Settings != nil {
+		req.Settings = *s.cfg.Settings
+	}
+	if s.cfg.Options != nil {
+		req.Options = *s.cfg.Options
+	}
+	l, err := ex.Open(ctx, addr, req, s.handleExec)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrExecutorUnavailable, err)
+	}
+	s.link = l
+	s.linked()
+	return nil
+}
+
+// move places the session on another executor of its pool after the one
+// at addr failed with err, and opens it there. linkMu is held.
+func (s *Session) move(ctx context.Context, addr string, err error) error {
+	next, release, perr := s.o.cfg.Placer.Place(ctx, s.cfg.Pool)
+	if perr != nil {
+		return fmt.Errorf("%w (and no other executor of %s: %w)", err, s.cfg.Pool, perr)
+	}
+	if next == addr {
+		release()
+		return err
+	}
+	s.log.Warn("executor unavailable; moving the session to another executor of its pool",
+		"from", addr, "to", next, "pool", s.cfg.Pool, "err", err)
+	if st := s.o.cfg.Store; st != nil {
+		if perr := st.Append(s.id, transcript.Record{Kind: transcript.KindPlaced, Time: time.Now(), Executor: next}); perr != nil {
+			release()
+			return fmt.Errorf("persist the move to executor %s: %w", next, perr)
+		}
+	}
+	s.mu.Lock()
+	s.executor = next
+	s.notes = append(s.notes, fmt.Sprintf(textMoved, addr))
+	old := s.release
+	s.release = release
+	s.mu.Unlock()
+	if old != nil {
+		old()
+	}
+	s.link = nil
+	return s.open(ctx, next)
+}
+
+// isDraining reports whether err is an executor's refusal because it is
+// draining.
+func isDraining(err error) bool { return errors.Is(err, execapi.ErrDraining) }
+
+// linked takes in what the executor said when the link (re)attached: the
+// system prompt names its working directory. linkMu is held.
+func (s *Session) linked() {
+	hello := s.link.Hello()
+	s.system = s.cfg.SystemPrompt
+	if s.system == "" {
+		s.system = model.SystemPrompt
+	}
+	if ws := hello.Workspace; ws != "" && s.cfg.SystemPrompt == "" {
+		s.system += "\n\nWorking directory: " + ws
+	}
+	if s.cfg.AppendSystemPrompt != "" {
+		s.system += "\n\n" + s.cfg.AppendSystemPrompt
+	}
+}
+
+func (s *Session) systemPrompt() string {
+	s.linkMu.Lock()
+	defer s.linkMu.Unlock()
+	return s.system
+}
+
+// handleExec handles an executor event; it runs on the link's goroutine.
+// Events of calls the current turn does not wait for (replays, calls of a
+// turn that ended) are not relayed.
+func (s *Session) handleExec(l execapi.Link, ev execapi.Event) {
+	s.mu.Lock()
+	cs := s.calls
+	s.mu.Unlock()
+	switch {
+	case ev.Result != nil:
+		if cs != nil {
+			cs.deliver(ev.Result, s.publishResult)
+		}
+	case ev.Started != nil:
+		if cs.has(ev.Started.ToolUseID) {
+			s.publish(Event{Kind: EventToolStarted, Started: ev.Started})
+		}
+	case ev.Progress != nil:
+		if cs.has(ev.Progress.ToolUseID) {
+			s.publish(Event{Kind: EventProgress, Progress: ev.Progress})
+		}
+	case ev.PermissionRequest != nil:
+		s.permission(l, cs, ev.PermissionRequest)
+	case ev.Task != nil:
+		// A task the model stopped itself (TaskStop) is not news to it:
+		// like Claude Code, only completed and failed tasks are told.
+		if ev.Task.Status != "killed" {
+			s.mu.Lock()
+			s.notes = append(s.notes, notificationText(ev.Task))
+			s.mu.Unlock()
+		}
+		s.publish(Event{Kind: EventTaskNotification, Notification: ev.Task})
+	}
+}
+
+// publishResult tells clients a call's result.
+func (s *Session) publishResult(r *execapi.CallResult) {
+	s.publish(Event{Kind: EventToolResult, Result: r})
+}
+
+func (s *Session) permission(l execapi.Link, cs *callSet, req *execapi.PermissionRequest) {
+	if !cs.has(req.ToolUseID) {
+		// Nobody waits for this call any more (a replay after a restart).
+		_ = l.Decide(execapi.PermissionDecision{ToolUseID: req.ToolUseID, Behavior: execapi.PermissionDeny,
+			Message: "The turn that made this call has ended."})
+		return
+	}
+	if f := s.o.cfg.Permissions; f != nil {
+		if d := f(s.id, *req); d != nil {
+			if d.ToolUseID == "" {
+				d.ToolUseID = req.ToolUseID
+			}
+			if err := l.Decide(*d); err != nil {
+				s.log.Warn("send permission decision", "tool_use_id", req.ToolUseID, "err", err)
+			}
+			return
+		}
+	}
+	s.publish(Event{Kind: EventPermissionRequest, Permission: req})
+}
