@@ -39,7 +39,7 @@ var (
 
 // mcpWorkspace returns a workspace root holding a copy of the example MCP
 // server in bin/, where the sandbox lets sessions run programs.
-func mcpWorkspace(t *testing.T) (root, bin string) {
+func mcpWorkspace(t testing.TB) (root, bin string) {
 	t.Helper()
 	exampleOnce.Do(func() {
 		exampleBin = filepath.Join(filepath.Dir(orchestratorBin), "example-mcp")
@@ -56,7 +56,12 @@ func mcpWorkspace(t *testing.T) (root, bin string) {
 		t.Fatal(err)
 	}
 	bin = filepath.Join(root, "bin", "example-mcp")
-	writeFile(t, bin, string(b), 0o755)
+	if err := os.Mkdir(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	return root, bin
 }
 
