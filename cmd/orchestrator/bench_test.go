@@ -42,7 +42,7 @@ import (
 func BenchmarkLoopOverhead(b *testing.B) {
 	cases := []struct {
 		name  string
-		mcp   bool // the session has the example MCP server as "ex"
+		mcp   bool                                     // the session has the example MCP server as "ex"
 		setup func(root string, i int) []fakeapi.Block // tool_uses of the measured response
 		prep  func(root string, i int) []fakeapi.Block // tool_uses of an unmeasured response before it
 	}{
