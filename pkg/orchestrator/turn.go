@@ -65,6 +65,9 @@ func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
 			if ctx.Err() != nil {
 				continue
 			}
+			if errors.Is(err, ErrSandboxRequirement) {
+				return fail("sandbox_requirement", err)
+			}
 			return fail("executor_unavailable", err)
 		}
 
