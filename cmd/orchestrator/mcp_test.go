@@ -142,7 +142,9 @@ func checkPool(t *testing.T, tools []fakeapi.ToolDef) []string {
 }
 
 // TestHeadlessMCPTools: -p --mcp-config offers the example server's tools
-// after the built-ins with the cache breakpoint on the last built-in; the
+// after the built-ins with the cache breakpoint on the last built-in (a
+// second server that cannot start is reported as failed in the init
+// event, and the run goes on); the
 // model's MCP call runs in the executor and its result, beside a Read's,
 // reaches the next request; --disallowedTools hides one MCP tool, and a
 // call of it anyway gets "No such tool available".
@@ -159,7 +161,8 @@ func TestHeadlessMCPTools(t *testing.T) {
 	)
 	r := cli{}.run(t, fake, "-p", "use the tools", "--root", root, "--sessions-dir", t.TempDir(),
 		"--output-format", "stream-json", "--verbose",
-		"--mcp-config", mcpServersJSON(bin, "ex"), "--allowedTools", "mcp__ex", "--disallowedTools", "mcp__ex__crash")
+		"--mcp-config", mcpServersJSON(bin, "ex"), "--mcp-config", `{"mcpServers":{"bad":{"command":"no-such-mcp-server"}}}`,
+		"--allowedTools", "mcp__ex", "--disallowedTools", "mcp__ex__crash")
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
@@ -187,8 +190,10 @@ func TestHeadlessMCPTools(t *testing.T) {
 		t.Errorf("hidden tool's result: error %v, %q", isErr(b), resultText(b))
 	}
 
+	// A server that cannot start is reported and blocks nothing.
 	ev := readInit(t, r.stdout)
-	if len(ev.MCPServers) != 1 || ev.MCPServers[0].Name != "ex" || ev.MCPServers[0].Status != "connected" {
+	if len(ev.MCPServers) != 2 || ev.MCPServers[0].Name != "bad" || ev.MCPServers[0].Status != "failed" || ev.MCPServers[0].Error == "" ||
+		ev.MCPServers[1].Name != "ex" || ev.MCPServers[1].Status != "connected" || ev.MCPServers[1].Error != "" {
 		t.Errorf("init mcp_servers: %+v", ev.MCPServers)
 	}
 	if !slices.Contains(ev.Tools, "mcp__ex__echo") || slices.Contains(ev.Tools, "mcp__ex__crash") || !slices.Contains(ev.Tools, "Read") {
