@@ -385,6 +385,7 @@ func TestServeRequireSandbox(t *testing.T) {
 	}
 	resp, err := c.CreateSession(ctx, &orchv1.CreateSessionRequest{Config: &orchv1.SessionConfig{
 		RequireSandbox: []string{"no_new_privs"},
+		Settings:       &executorv1.Settings{Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS},
 		McpServers:     map[string]*executorv1.McpServerConfig{"mine": {Command: bin}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -404,6 +405,48 @@ func TestServeRequireSandbox(t *testing.T) {
 		if !slices.Equal(names, []string{"mine", "op"}) {
 			t.Errorf("session's connected MCP servers: %v (%v)", names, s.GetMcpServers())
 		}
+	}
+
+	// A turn through Converse: the model is offered both servers' tools
+	// after the built-ins, and calls one of each.
+	fake.Push(fakeapi.ToolTurn(
+		fakeapi.ToolUse("m1", "mcp__mine__echo", map[string]any{"text": "from mine"}),
+		fakeapi.ToolUse("o1", "mcp__op__add", map[string]any{"a": 2, "b": 3}),
+	), fakeapi.EndTurn(fakeapi.Text("Done.")))
+	stream, err := c.Converse(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream.Send(&orchv1.ConverseRequest{Msg: &orchv1.ConverseRequest_Attach{Attach: &orchv1.Attach{SessionId: resp.GetSession().GetId()}}})
+	stream.Send(&orchv1.ConverseRequest{Msg: &orchv1.ConverseRequest_UserMessage{UserMessage: &orchv1.UserMessage{Text: "call them"}}})
+	results := map[string]string{}
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("converse: %v", err)
+		}
+		if r := ev.GetToolResult(); r != nil {
+			var text strings.Builder
+			for _, b := range r.GetContent() {
+				text.WriteString(b.GetText().GetText())
+			}
+			results[r.GetToolUseId()] = fmt.Sprintf("%v %s", r.GetIsError(), text.String())
+		}
+		if tc := ev.GetTurnComplete(); tc != nil {
+			if tc.GetStopReason() != orchv1.StopReason_STOP_REASON_END_TURN {
+				t.Errorf("turn = %v", tc)
+			}
+			break
+		}
+	}
+	stream.CloseSend()
+	if results["m1"] != "false from mine" || !strings.HasPrefix(results["o1"], "false ") || !strings.Contains(results["o1"], "5") {
+		t.Errorf("results through Converse: %q", results)
+	}
+	reqs := fake.Requests()
+	mcp := checkPool(t, reqs[0].Body.Tools)
+	if !slices.Contains(mcp, "mcp__mine__echo") || !slices.Contains(mcp, "mcp__op__add") {
+		t.Errorf("offered MCP tools: %v", mcp)
 	}
 }
 
