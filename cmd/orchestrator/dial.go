@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/toolwire/toolwire/pkg/ccenv"
 	"log/slog"
 	"sync"
 	"time"
@@ -53,6 +54,17 @@ func (d *dialer) setSandboxSettings(s settings.Sandbox) {
 	defer d.mu.Unlock()
 	if d.emb == nil {
 		d.embeddedCfg.SandboxSettings = s
+	}
+}
+
+// setLimits sets what Claude Code's variables say of the in-process
+// executor's limits; it has no effect once the executor started.
+func (d *dialer) setLimits(l ccenv.Limits) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.emb == nil {
+		d.embeddedCfg.Limits = embeddedLimits(l)
+		d.embeddedCfg.MaxConcurrency = l.MaxConcurrency
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/toolwire/toolwire/pkg/ccenv"
 	"io"
 	"log/slog"
 	"os"
@@ -283,6 +284,13 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 	// executor's own (operator's) policy already; sent again as the
 	// session's, they would narrow --allowed-domains down to the files'.
 	r.dial.setSandboxSettings(sandboxSettings)
+	// Claude Code's variables: the environment's, then the settings
+	// files' "env" (pkg/ccenv).
+	limits, err := ccenv.Read(r.getenv, permissions.Env)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	r.dial.setLimits(limits)
 	if embedded {
 		permissions.Sandbox.Network = settings.Network{}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/toolwire/toolwire/pkg/ccenv"
 	"io"
 	"time"
 
@@ -62,6 +63,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	}
 	settings, err := c.loadSettings()
 	if err != nil {
+		return err
+	}
+	if c.limits, err = ccenv.Read(getenv, settings.Env); err != nil {
 		return err
 	}
 	store, err := c.store()
