@@ -25,6 +25,7 @@ type Event struct {
 	AbortAck          *AbortAck
 	Task              *tool.TaskNotice
 	MCPToolsChanged   *MCPToolsChanged
+	BackgroundAck     *BackgroundAck
 }
 
 // Hello describes the session and what the executor enforces.

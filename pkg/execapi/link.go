@@ -29,6 +29,9 @@ type Link interface {
 	Abort(a Abort) error
 	// Decide answers a permission request.
 	Decide(d PermissionDecision) error
+	// Background asks a running foreground Bash call to go on in the
+	// background; a BackgroundAck event answers.
+	Background(b Background) error
 	// Broken is closed when the current stream has ended; after a Resume
 	// or Reconnect it is the new stream's.
 	Broken() <-chan struct{}

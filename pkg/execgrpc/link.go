@@ -137,6 +137,10 @@ func (l *link) Decide(d execapi.PermissionDecision) error {
 	return l.send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_PermissionDecision{PermissionDecision: decisionToProto(d)}})
 }
 
+func (l *link) Background(b execapi.Background) error {
+	return l.send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Background{Background: &executorv1.Background{ToolUseId: b.ToolUseID}}})
+}
+
 func (l *link) Close() {
 	l.mu.Lock()
 	st := l.cur

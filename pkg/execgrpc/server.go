@@ -155,6 +155,8 @@ func (s *Server) receive(stream executorv1.ExecutorService_ExecuteServer, sess *
 			sess.Abort(abortFromProto(m.Abort))
 		case *executorv1.ExecuteRequest_PermissionDecision:
 			sess.Decide(DecisionFromProto(m.PermissionDecision))
+		case *executorv1.ExecuteRequest_Background:
+			sess.Background(executor.Background{ToolUseID: m.Background.GetToolUseId()})
 		default:
 			err = fmt.Errorf("%w: %T is only allowed as the first message", errUnexpectedMessage, m)
 		}
