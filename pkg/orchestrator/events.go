@@ -38,6 +38,9 @@ const (
 	EventError
 	// EventTurnComplete: the turn ended (Turn).
 	EventTurnComplete
+	// EventBackgroundAck: the executor answered a Background
+	// (BackgroundAck).
+	EventBackgroundAck
 )
 
 // ToolUse is a tool_use block as the model produced it.
@@ -96,6 +99,8 @@ type Event struct {
 	Error *ErrorInfo
 	// Turn sums up the finished turn (EventTurnComplete).
 	Turn *TurnResult
+	// BackgroundAck answers a Background (EventBackgroundAck).
+	BackgroundAck *execapi.BackgroundAck
 }
 
 // eventLog holds a session's recent events for any number of readers. The

@@ -210,6 +210,8 @@ func (s *Session) handleExec(l execapi.Link, ev execapi.Event) {
 		}
 	case ev.PermissionRequest != nil:
 		s.permission(l, cs, ev.PermissionRequest)
+	case ev.BackgroundAck != nil:
+		s.publish(Event{Kind: EventBackgroundAck, BackgroundAck: ev.BackgroundAck})
 	case ev.Task != nil:
 		// A task the model stopped itself (TaskStop) is not news to it:
 		// like Claude Code, only completed and failed tasks are told.

@@ -213,6 +213,8 @@ func (c *conversation) receive() error {
 			err = c.sess.Start(m.UserMessage.GetText())
 		case *orchestratorv1.ConverseRequest_PermissionDecision:
 			err = c.sess.Decide(execgrpc.DecisionFromProto(m.PermissionDecision))
+		case *orchestratorv1.ConverseRequest_Background:
+			err = c.sess.Background(m.Background.GetToolUseId())
 		case *orchestratorv1.ConverseRequest_Interrupt:
 			c.log.Info("client interrupt", "reason", m.Interrupt.GetReason())
 			c.sess.Interrupt(m.Interrupt.GetReason())
