@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/ccenv"
+	"github.com/toolwire/toolwire/pkg/checkpoint"
 	"github.com/toolwire/toolwire/pkg/egress"
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/execsvc"
@@ -77,6 +78,7 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		maxTimeout    = fs.Duration("max-timeout", tool.DefaultMaxTimeout, "largest Bash timeout a call may ask for (env BASH_MAX_TIMEOUT_MS, in milliseconds; never below the default timeout)")
 		maxOutput     = fs.Int("max-output-chars", tool.DefaultMaxOutputChars, "Bash output returned inline before it is shortened")
 		maxRead       = fs.Int64("max-read-bytes", tool.DefaultMaxReadBytes, "largest file Read returns without offset/limit")
+		checkpoints   = fs.Int64("checkpoint-bytes", checkpoint.DefaultMaxBytes, "previous file content each session keeps to restore what Write, Edit and NotebookEdit changed; the oldest checkpoints are dropped beyond it")
 		retention     = fs.Duration("retention", 5*time.Minute, "how long a disconnected session and its events are kept for resume")
 		permTimeout   = fs.Duration("permission-timeout", 5*time.Minute, "how long a call waits for a permission decision before it is denied")
 		backend       = fs.String("sandbox", "landlock", `process confinement: "landlock" or "none" (no confinement; only when you mean it)`)
@@ -184,6 +186,8 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 				MaxTimeout:     *maxTimeout,
 				MaxOutputChars: *maxOutput,
 				MaxReadBytes:   *maxRead,
+				// Zero or less: the default.
+				MaxCheckpointBytes: *checkpoints,
 			},
 			MaxConcurrency:    *maxConc,
 			Retention:         *retention,

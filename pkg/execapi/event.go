@@ -26,6 +26,8 @@ type Event struct {
 	Task              *tool.TaskNotice
 	MCPToolsChanged   *MCPToolsChanged
 	BackgroundAck     *BackgroundAck
+	CheckpointList    *CheckpointList
+	RestoreResult     *RestoreResult
 }
 
 // Hello describes the session and what the executor enforces.
