@@ -5,14 +5,24 @@
 // its state before that call. The checkpoints of a session are bounded in
 // size: the oldest are dropped first, and the ids of the dropped ones are
 // kept to say so.
+//
+// A store with a directory keeps the previous content there, with an
+// index, so that a session opened again under the same id (a conversation
+// resumed by a new orchestrator -p process) finds its checkpoints; the
+// executor puts it in the session's output directory, which outlasts the
+// session as long as the saved outputs do.
 package checkpoint
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -34,45 +44,60 @@ var (
 // File is one file's state before a call.
 type File struct {
 	// Path is the absolute path written (symbolic links followed).
-	Path string
+	Path string `json:"path"`
 	// Existed is false for a file the call created.
-	Existed bool
+	Existed bool `json:"existed"`
 	// Data and Mode are the previous bytes and mode (permission bits with
-	// setuid, setgid and sticky), when it existed.
-	Data []byte
-	Mode fs.FileMode
+	// setuid, setgid and sticky), when it existed. Data is nil in a
+	// store with a directory, which keeps it in Blob.
+	Data []byte      `json:"-"`
+	Mode fs.FileMode `json:"mode"`
+	Size int64       `json:"size"`
+	Blob string      `json:"blob,omitempty"`
 }
 
 // Checkpoint is what one call changed, as it was before.
 type Checkpoint struct {
-	ToolUseID string
-	ToolName  string
-	Time      time.Time
+	ToolUseID string    `json:"tool_use_id"`
+	ToolName  string    `json:"tool_name"`
+	Time      time.Time `json:"time"`
 	// Files are in the order the call first changed them.
-	Files []File
+	Files []File `json:"files"`
 }
 
 func (c *Checkpoint) size() int64 {
 	var n int64
 	for _, f := range c.Files {
-		n += int64(len(f.Data))
+		n += f.Size
 	}
 	return n
 }
+
+// index is the store's state as its directory keeps it.
+type index struct {
+	Checkpoints []*Checkpoint `json:"checkpoints"`
+	Dropped     []string      `json:"dropped"`
+	Next        int           `json:"next"`
+}
+
+const indexFile = "index.json"
 
 // Store is one session's checkpoints. Its methods are safe for concurrent
 // use.
 type Store struct {
 	max int64
+	dir string // "" keeps everything in memory
 
 	mu      sync.Mutex // guards the fields below
 	list    []*Checkpoint
 	bytes   int64
 	dropped []string
+	next    int   // number of the next blob
+	err     error // the directory could not be written: memory only since
 }
 
 // New returns an empty store bounded to maxBytes of previous content
-// (DefaultMaxBytes when zero or less).
+// (DefaultMaxBytes when zero or less), in memory.
 func New(maxBytes int64) *Store {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
@@ -80,12 +105,91 @@ func New(maxBytes int64) *Store {
 	return &Store{max: maxBytes}
 }
 
+// Open returns the store kept in dir, with the checkpoints it holds
+// already. A directory that cannot be read or made gives a store in
+// memory, and the error.
+func Open(dir string, maxBytes int64) (*Store, error) {
+	s := New(maxBytes)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return s, fmt.Errorf("checkpoints: %w", err)
+	}
+	s.dir = dir
+	data, err := os.ReadFile(filepath.Join(dir, indexFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	var ix index
+	if err == nil {
+		err = json.Unmarshal(data, &ix)
+	}
+	if err != nil {
+		s.dir = ""
+		return s, fmt.Errorf("checkpoints: %s: %w", dir, err)
+	}
+	s.list, s.dropped, s.next = ix.Checkpoints, ix.Dropped, ix.Next
+	for _, c := range s.list {
+		s.bytes += c.size()
+	}
+	return s, nil
+}
+
 type storeKey struct{}
 
+// Dir is where a session's store keeps its checkpoints, in its output
+// directory.
+func Dir(outputDir string) string { return filepath.Join(outputDir, ".checkpoints") }
+
 // Of returns the checkpoints of env's session, creating them (bounded by
-// env.Limits.MaxCheckpointBytes) on first use.
+// env.Limits.MaxCheckpointBytes) on first use: in the session's output
+// directory when it has one, else in memory.
 func Of(env *tool.Env) *Store {
-	return env.Value(storeKey{}, func() any { return New(env.Limits.MaxCheckpointBytes) }).(*Store)
+	return env.Value(storeKey{}, func() any {
+		if env.OutputDir == "" {
+			return New(env.Limits.MaxCheckpointBytes)
+		}
+		s, _ := Open(Dir(env.OutputDir), env.Limits.MaxCheckpointBytes)
+		return s
+	}).(*Store)
+}
+
+// saveLocked writes the index; a failure leaves the store in memory from
+// then on (the blobs written so far are read back as needed).
+func (s *Store) saveLocked() {
+	if s.dir == "" || s.err != nil {
+		return
+	}
+	data, err := json.Marshal(index{Checkpoints: s.list, Dropped: s.dropped, Next: s.next})
+	if err == nil {
+		tmp := filepath.Join(s.dir, indexFile+".tmp")
+		if err = os.WriteFile(tmp, data, 0o600); err == nil {
+			err = os.Rename(tmp, filepath.Join(s.dir, indexFile))
+		}
+	}
+	s.err = err
+}
+
+// removeBlobs deletes the blobs of c.
+func (s *Store) removeBlobs(c *Checkpoint) {
+	for _, f := range c.Files {
+		if f.Blob != "" && s.dir != "" {
+			os.Remove(filepath.Join(s.dir, f.Blob))
+		}
+	}
+}
+
+// data returns f's previous bytes.
+func (s *Store) data(f File) ([]byte, error) {
+	if f.Blob == "" {
+		return f.Data, nil
+	}
+	b, err := os.ReadFile(filepath.Join(s.dir, f.Blob))
+	if err == nil && int64(len(b)) != f.Size {
+		err = fmt.Errorf("%s holds %d bytes, not %d", f.Blob, len(b), f.Size)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint of %s: %w", f.Path, err)
+	}
+	return b, nil
 }
 
 // Record notes f's state before call toolUseID of tool changes it. A file
@@ -113,21 +217,36 @@ func (s *Store) Record(toolUseID, toolName string, f File) []string {
 			return nil
 		}
 	}
-	f.Data = slices.Clone(f.Data)
+	f.Size = int64(len(f.Data))
+	if s.dir != "" && s.err == nil && f.Existed {
+		name := strconv.Itoa(s.next) + ".prev"
+		s.next++
+		if err := os.WriteFile(filepath.Join(s.dir, name), f.Data, 0o600); err == nil {
+			f.Blob, f.Data = name, nil
+		} else {
+			s.err = err
+		}
+	}
+	if f.Blob == "" {
+		f.Data = slices.Clone(f.Data)
+	}
 	c.Files = append(c.Files, f)
-	s.bytes += int64(len(f.Data))
+	s.bytes += f.Size
 	var dropped []string
 	for s.bytes > s.max && len(s.list) > 0 {
 		first := s.list[0]
 		s.list = s.list[1:]
 		s.bytes -= first.size()
+		s.removeBlobs(first)
 		s.dropped = append(s.dropped, first.ToolUseID)
 		dropped = append(dropped, first.ToolUseID)
 	}
+	s.saveLocked()
 	return dropped
 }
 
-// List returns the checkpoints, oldest first (their Data left out), the
+// List returns the checkpoints, oldest first (their Data left out; Size
+// says how much), the
 // ids of the dropped ones, oldest first, and the bytes held and allowed.
 func (s *Store) List() (cps []Checkpoint, dropped []string, bytes, maxBytes int64) {
 	s.mu.Lock()
@@ -136,7 +255,7 @@ func (s *Store) List() (cps []Checkpoint, dropped []string, bytes, maxBytes int6
 		cp := *c
 		cp.Files = make([]File, len(c.Files))
 		for i, f := range c.Files {
-			f.Data = f.Data[:len(f.Data):len(f.Data)]
+			f.Data = nil
 			cp.Files[i] = f
 		}
 		cps = append(cps, cp)
@@ -170,6 +289,13 @@ func (s *Store) Plan(toolUseID string) ([]File, []string, error) {
 	}
 	files := make([]File, 0, len(first))
 	for _, f := range first {
+		if f.Existed {
+			data, err := s.data(f)
+			if err != nil {
+				return nil, nil, err
+			}
+			f.Data, f.Blob = data, ""
+		}
 		files = append(files, f)
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
@@ -183,8 +309,10 @@ func (s *Store) Forget(ids []string) {
 	s.list = slices.DeleteFunc(s.list, func(c *Checkpoint) bool {
 		if slices.Contains(ids, c.ToolUseID) {
 			s.bytes -= c.size()
+			s.removeBlobs(c)
 			return true
 		}
 		return false
 	})
+	s.saveLocked()
 }

@@ -19,7 +19,7 @@ func (s *Session) ListCheckpoints(req execapi.ListCheckpoints) {
 	for _, c := range cps {
 		cp := execapi.Checkpoint{ToolUseID: c.ToolUseID, ToolName: c.ToolName, Time: c.Time}
 		for _, f := range c.Files {
-			cp.Files = append(cp.Files, execapi.CheckpointFile{Path: f.Path, Existed: f.Existed, Mode: f.Mode, Size: int64(len(f.Data))})
+			cp.Files = append(cp.Files, execapi.CheckpointFile{Path: f.Path, Existed: f.Existed, Mode: f.Mode, Size: f.Size})
 		}
 		out.Checkpoints = append(out.Checkpoints, cp)
 	}
