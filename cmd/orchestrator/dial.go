@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/toolwire/toolwire/pkg/ccenv"
 	"log/slog"
 	"sync"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
+	"github.com/toolwire/toolwire/pkg/ccenv"
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/rpcauth"

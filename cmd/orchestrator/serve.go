@@ -5,12 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/toolwire/toolwire/pkg/ccenv"
 	"io"
 	"time"
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/toolwire/toolwire/pkg/ccenv"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/orchgrpc"

@@ -210,6 +210,10 @@ func (s *Session) handleExec(l execapi.Link, ev execapi.Event) {
 		}
 	case ev.PermissionRequest != nil:
 		s.permission(l, cs, ev.PermissionRequest)
+	case ev.CheckpointList != nil:
+		s.answer(ev.CheckpointList.RequestID, ev)
+	case ev.RestoreResult != nil:
+		s.answer(ev.RestoreResult.RequestID, ev)
 	case ev.BackgroundAck != nil:
 		s.publish(Event{Kind: EventBackgroundAck, BackgroundAck: ev.BackgroundAck})
 	case ev.Task != nil:

@@ -42,6 +42,8 @@ type Session struct {
 	release  func()   // frees the session's place on a pooled executor; may be nil
 	notes    []string // task notifications not yet told to the model
 	closed   bool
+	answers  map[string]chan execapi.Event // executor answers awaited, by request id
+	requests int                           // request ids handed out
 }
 
 func newSession(o *Orchestrator, id string, cfg SessionConfig, created time.Time) *Session {
