@@ -3,6 +3,7 @@ package orchgrpc_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +70,41 @@ func TestRewind(t *testing.T) {
 		if status.Code(err) != c.code || rpcerr.Reason(err) != c.reason {
 			t.Errorf("%v: %v (%s)", c.req, err, rpcerr.Reason(err))
 		}
+	}
+}
+
+// A rewind whose files cannot all be restored (a deny rule refuses one)
+// fails with REWIND_FAILED and leaves the conversation whole.
+func TestRewindRefusedByDenyRule(t *testing.T) {
+	e := newEnv(t)
+	keep := e.root + "/keep.txt"
+	if err := os.WriteFile(keep, []byte("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.Push(
+		fakeapi.ToolTurn(fakeapi.ToolUse("toolu_r", "Read", map[string]any{"file_path": keep})),
+		fakeapi.ToolTurn(fakeapi.ToolUse("toolu_e", "Edit", map[string]any{"file_path": keep, "old_string": "kept", "new_string": "edited"})),
+		fakeapi.EndTurn(fakeapi.Text("Edited.")),
+	)
+	id := e.create(t, &orchestratorv1.SessionConfig{Settings: &executorv1.Settings{
+		Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS, Deny: []string{"Write(keep.txt)"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream := e.converse(t, ctx, id, 0)
+	say(t, stream, "edit it")
+	untilTurnComplete(t, stream, nil)
+	if b, _ := os.ReadFile(keep); string(b) != "edited\n" {
+		t.Fatalf("keep.txt: %q", b)
+	}
+	_, err := e.client.Rewind(ctx, &orchestratorv1.RewindRequest{SessionId: id, ToolUseId: "toolu_e"})
+	if status.Code(err) != codes.FailedPrecondition || rpcerr.Reason(err) != rpcerr.RewindFailed || !strings.Contains(err.Error(), "denied by the session rule Write(keep.txt)") {
+		t.Fatalf("rewind: %v (%s)", err, rpcerr.Reason(err))
+	}
+	if b, _ := os.ReadFile(keep); string(b) != "edited\n" {
+		t.Fatalf("keep.txt was restored: %q", b)
+	}
+	got, err := e.client.GetSession(ctx, &orchestratorv1.GetSessionRequest{SessionId: id})
+	if err != nil || got.GetSession().GetMessageCount() != 6 {
+		t.Fatalf("the conversation was cut: %v %v", got, err)
 	}
 }
