@@ -190,39 +190,41 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, in bashI
 	defer timer.Stop()
 	timedOut := false
 	background := call.Background
-wait:
-	select {
-	case <-p.Done():
-	case <-timer.C:
-		timedOut = true
-		p.Kill()
-	case <-background:
-		res := adopt(env, call, in, p, capt, readDone)
-		if res == nil {
-			// No task could be made (the session is ending, no output
-			// file): the command stays in the foreground.
-			background = nil
-			goto wait
+	for running := true; running; {
+		select {
+		case <-p.Done():
+			running = false
+		case <-timer.C:
+			timedOut, running = true, false
+			p.Kill()
+		case <-background:
+			res := adopt(env, call, in, p, capt, readDone)
+			if res == nil {
+				// No task could be made (the session is ending, no output
+				// file): the command stays in the foreground.
+				background = nil
+				continue
+			}
+			// The reader goes on into the task's output file; progress
+			// ends here, with the call.
+			close(abortProgress)
+			close(stopProgress)
+			reporter.close()
+			span.SetAttributes(attribute.Bool("toolwire.backgrounded", true))
+			return res
+		case <-ctx.Done():
+			// Abort: kill the tree and return at once. The runner reaps it,
+			// and the goroutines reading output and reporting progress end
+			// on their own; the reporter makes sure no progress goes out
+			// after Run. Closing the output waits for its reader to let go,
+			// so that happens beside the Result rather than before it.
+			p.Abort()
+			go p.Output().Close()
+			close(abortProgress)
+			close(stopProgress)
+			reporter.close()
+			return abortedWith(capt.snapshot(), limits.MaxOutputChars, outPath)
 		}
-		// The reader goes on into the task's output file; progress ends
-		// here, with the call.
-		close(abortProgress)
-		close(stopProgress)
-		reporter.close()
-		span.SetAttributes(attribute.Bool("toolwire.backgrounded", true))
-		return res
-	case <-ctx.Done():
-		// Abort: kill the tree and return at once. The runner reaps it, and
-		// the goroutines reading output and reporting progress end on their
-		// own; the reporter makes sure no progress goes out after Run.
-		// Closing the output waits for its reader to let go, so that
-		// happens beside the Result rather than before it.
-		p.Abort()
-		go p.Output().Close()
-		close(abortProgress)
-		close(stopProgress)
-		reporter.close()
-		return abortedWith(capt.snapshot(), limits.MaxOutputChars, outPath)
 	}
 	code, werr := p.Wait()
 	finish()
