@@ -168,8 +168,8 @@ func (s *Store) saveLocked() {
 	s.err = err
 }
 
-// removeBlobs deletes the blobs of c.
-func (s *Store) removeBlobs(c *Checkpoint) {
+// removeBlobsLocked deletes the blobs of c.
+func (s *Store) removeBlobsLocked(c *Checkpoint) {
 	for _, f := range c.Files {
 		if f.Blob != "" && s.dir != "" {
 			os.Remove(filepath.Join(s.dir, f.Blob))
@@ -237,7 +237,7 @@ func (s *Store) Record(toolUseID, toolName string, f File) []string {
 		first := s.list[0]
 		s.list = s.list[1:]
 		s.bytes -= first.size()
-		s.removeBlobs(first)
+		s.removeBlobsLocked(first)
 		s.dropped = append(s.dropped, first.ToolUseID)
 		dropped = append(dropped, first.ToolUseID)
 	}
@@ -309,7 +309,7 @@ func (s *Store) Forget(ids []string) {
 	s.list = slices.DeleteFunc(s.list, func(c *Checkpoint) bool {
 		if slices.Contains(ids, c.ToolUseID) {
 			s.bytes -= c.size()
-			s.removeBlobs(c)
+			s.removeBlobsLocked(c)
 			return true
 		}
 		return false
