@@ -41,6 +41,9 @@ const (
 	// EventMCPToolsChanged: the session's MCP servers or tools changed
 	// (MCPToolsChanged); the next model request offers the new tools.
 	EventMCPToolsChanged
+	// EventBackgroundAck: the executor answered a Background
+	// (BackgroundAck).
+	EventBackgroundAck
 )
 
 // ToolUse is a tool_use block as the model produced it.
@@ -102,6 +105,8 @@ type Event struct {
 	// MCPToolsChanged is the executor's new list of MCP servers and tools
 	// (EventMCPToolsChanged).
 	MCPToolsChanged *execapi.MCPToolsChanged
+	// BackgroundAck answers a Background (EventBackgroundAck).
+	BackgroundAck *execapi.BackgroundAck
 }
 
 // eventLog holds a session's recent events for any number of readers. The
