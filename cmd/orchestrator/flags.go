@@ -18,6 +18,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/settings"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 // listFlag is a repeatable flag whose values may also be separated by commas
@@ -104,6 +105,7 @@ type common struct {
 	allowedDomains listFlag
 	deniedDomains  listFlag
 	allowedAddrs   listFlag
+	fetchTimeout   time.Duration
 	egress         egress.Policy // parsed by checkEgress
 
 	// sandboxSettings are the sandbox lists of the settings, for the
@@ -126,8 +128,9 @@ func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
 	fs.StringVar(&c.sandbox, "sandbox", sandbox.BackendLandlock, `in-process executor confinement: "landlock" or "none"`)
 	fs.StringVar(&c.network, "network", embedded.DefaultNetwork, `in-process executor network: "host" (the machine's, as your shell has it), "allowlist" (only --allowed-domains, through an egress proxy; needs root or CAP_SYS_ADMIN) or "none" (loopback only; needs root or CAP_SYS_ADMIN)`)
 	fs.Var(&c.allowedDomains, "allowed-domains", `with --network allowlist: hosts Bash may reach, e.g. "*.npmjs.org,pypi.org:443" ("*.d" covers subdomains of d, ":PORT" one port; repeatable; sandbox.network.allowedDomains of --settings adds to them)`)
-	fs.Var(&c.deniedDomains, "denied-domains", "with --network allowlist: hosts never reached (repeatable)")
-	fs.Var(&c.allowedAddrs, "allowed-addresses", `with --network allowlist: loopback, private or link-local ranges allowed hosts may resolve to, e.g. "10.1.2.0/24" (repeatable)`)
+	fs.Var(&c.deniedDomains, "denied-domains", "with --network allowlist: hosts never reached; with --network host: hosts WebFetch never fetches from (repeatable)")
+	fs.Var(&c.allowedAddrs, "allowed-addresses", `with --network allowlist or host: loopback, private or link-local ranges that allowed hosts may resolve to, for the egress proxy and WebFetch, e.g. "10.1.2.0/24" (repeatable)`)
+	fs.DurationVar(&c.fetchTimeout, "web-fetch-timeout", tool.DefaultWebFetchTimeout, "how long one WebFetch of the in-process executor may take: connecting, redirects and reading the page")
 	fs.Var(&c.addDirs, "add-dir", "extra directory the tools may read and write, file tools and Bash alike, besides the workspace (repeatable; in-process executor)")
 	fs.Var(&c.sandboxRead, "sandbox-read", "extra directory Bash may read and execute (repeatable; in-process executor; Bash reads everything but the deny list already)")
 	fs.Var(&c.sandboxWrite, "sandbox-write", "extra directory Bash may write, the file tools may not (repeatable; in-process executor)")
@@ -159,6 +162,7 @@ func (c *common) embeddedConfig(log *slog.Logger) embedded.Config {
 		Version:         version,
 		Logger:          log,
 		Egress:          c.egress,
+		Limits:          tool.Limits{WebFetchTimeout: c.fetchTimeout},
 		Sandbox: sandbox.Config{
 			Backend: c.sandbox, Network: c.network, RunAsUser: c.runAs, Logger: log,
 			ReadOnlyPaths: c.sandboxRead, ReadWritePaths: c.sandboxWrite,
@@ -181,20 +185,27 @@ func (c *common) checkSandboxFlags() error {
 	return nil
 }
 
-// checkEgress parses the allowlist flags of the in-process executor; they
-// need --network allowlist.
+// checkEgress parses the allowlist flags of the in-process executor:
+// --allowed-domains needs --network allowlist; --denied-domains and
+// --allowed-addresses apply to host too, where they bound WebFetch.
 func (c *common) checkEgress() error {
 	if c.network != sandbox.NetworkAllowlist {
-		for name, f := range map[string]listFlag{"allowed-domains": c.allowedDomains, "denied-domains": c.deniedDomains, "allowed-addresses": c.allowedAddrs} {
+		flags := map[string]listFlag{"allowed-domains": c.allowedDomains, "denied-domains": c.deniedDomains, "allowed-addresses": c.allowedAddrs}
+		if c.network == sandbox.NetworkHost {
+			flags = map[string]listFlag{"allowed-domains": c.allowedDomains}
+		}
+		for name, f := range flags {
 			if len(f) > 0 {
 				return fmt.Errorf("--%s applies to --network allowlist, not %q", name, c.network)
 			}
 		}
-		return nil
+		if c.network != sandbox.NetworkHost {
+			return nil
+		}
 	}
 	p, err := egress.NewPolicy(c.allowedDomains, c.deniedDomains, c.allowedAddrs)
 	if err != nil {
-		return fmt.Errorf("--network allowlist: %w", err)
+		return fmt.Errorf("--network %s: %w", c.network, err)
 	}
 	c.egress = p
 	return nil
