@@ -106,7 +106,13 @@ type common struct {
 	deniedDomains  listFlag
 	allowedAddrs   listFlag
 	fetchTimeout   time.Duration
-	egress         egress.Policy // parsed by checkEgress
+	webFetchModel  string
+	webSearch      bool
+	searchAllowed  listFlag
+	searchBlocked  listFlag
+	searchMaxUses  int
+	webSearchCfg   *model.WebSearch // parsed by checkWeb
+	egress         egress.Policy    // parsed by checkEgress
 
 	// sandboxSettings are the sandbox lists of the settings, for the
 	// in-process executor (set by loadSettings).
@@ -131,6 +137,11 @@ func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
 	fs.Var(&c.deniedDomains, "denied-domains", "with --network allowlist: hosts never reached; with --network host: hosts WebFetch never fetches from (repeatable)")
 	fs.Var(&c.allowedAddrs, "allowed-addresses", `with --network allowlist or host: loopback, private or link-local ranges that allowed hosts may resolve to, for the egress proxy and WebFetch, e.g. "10.1.2.0/24" (repeatable)`)
 	fs.DurationVar(&c.fetchTimeout, "web-fetch-timeout", tool.DefaultWebFetchTimeout, "how long one WebFetch of the in-process executor may take: connecting, redirects and reading the page")
+	fs.StringVar(&c.webFetchModel, "web-fetch-model", model.DefaultSmallModel, "small, fast model that answers a WebFetch call's prompt from the fetched page")
+	fs.BoolVar(&c.webSearch, "web-search", false, "offer the Messages API's server-side web search tool (web_search_20250305) to the model; the API runs the searches")
+	fs.Var(&c.searchAllowed, "web-search-allowed-domains", "with --web-search: the only domains search results may come from (repeatable; not with --web-search-blocked-domains)")
+	fs.Var(&c.searchBlocked, "web-search-blocked-domains", "with --web-search: domains search results never come from (repeatable)")
+	fs.IntVar(&c.searchMaxUses, "web-search-max-uses", 0, "with --web-search: most searches per model request (0: the API's limit)")
 	fs.Var(&c.addDirs, "add-dir", "extra directory the tools may read and write, file tools and Bash alike, besides the workspace (repeatable; in-process executor)")
 	fs.Var(&c.sandboxRead, "sandbox-read", "extra directory Bash may read and execute (repeatable; in-process executor; Bash reads everything but the deny list already)")
 	fs.Var(&c.sandboxWrite, "sandbox-write", "extra directory Bash may write, the file tools may not (repeatable; in-process executor)")
@@ -208,6 +219,28 @@ func (c *common) checkEgress() error {
 		return fmt.Errorf("--network %s: %w", c.network, err)
 	}
 	c.egress = p
+	return nil
+}
+
+// checkWeb checks the web search flags and keeps the search tool's
+// configuration.
+func (c *common) checkWeb() error {
+	if strings.TrimSpace(c.webFetchModel) == "" {
+		return usagef("--web-fetch-model must name a model")
+	}
+	if !c.webSearch {
+		if len(c.searchAllowed) > 0 || len(c.searchBlocked) > 0 || c.searchMaxUses != 0 {
+			return usagef("--web-search-allowed-domains, --web-search-blocked-domains and --web-search-max-uses need --web-search")
+		}
+		return nil
+	}
+	if len(c.searchAllowed) > 0 && len(c.searchBlocked) > 0 {
+		return usagef("--web-search-allowed-domains and --web-search-blocked-domains exclude each other (the API takes one list)")
+	}
+	if c.searchMaxUses < 0 {
+		return usagef("--web-search-max-uses must not be negative")
+	}
+	c.webSearchCfg = &model.WebSearch{MaxUses: c.searchMaxUses, AllowedDomains: c.searchAllowed, BlockedDomains: c.searchBlocked}
 	return nil
 }
 

@@ -131,6 +131,9 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := c.checkEgress(); err != nil {
 		return 2, err
 	}
+	if err := c.checkWeb(); err != nil {
+		return 2, err
+	}
 	store, err := c.store()
 	if err != nil {
 		return 1, err
@@ -162,6 +165,8 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		DefaultExecutor: c.executorAddr(),
 		Store:           store,
 		Permissions:     denyUnattended,
+		WebFetchModel:   c.webFetchModel,
+		WebSearch:       c.webSearchCfg,
 		ClientVersion:   version,
 		Logger:          log,
 	})
