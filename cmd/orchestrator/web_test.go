@@ -169,7 +169,7 @@ func TestHeadlessWebFetch(t *testing.T) {
 	check("toolu_page", false, "The page says version 2.0 is out.")
 	check("toolu_big", false, "The page is a long run of y.")
 	check("toolu_slow", true, "WebFetch of https://127.0.0.1:"+port+"/slow timed out after 2s.")
-	check("toolu_internal", true, "egress policy refused 10.0.0.7:80: 10.0.0.7 resolves to 10.0.0.7, a private address (10.0.0.0/8)")
+	check("toolu_internal", true, "egress policy refused 10.0.0.7:80: 10.0.0.7 is a private address (10.0.0.0/8)")
 	check("toolu_moved", false, "REDIRECT DETECTED: The URL redirects to a different host.\n\nOriginal URL: https://127.0.0.1:"+port+"/moved\nRedirect URL: https://localhost:"+port+"/notes\nStatus: 301 Moved Permanently")
 	for _, r := range small {
 		if text := r.Body.Messages[0].Text(); !strings.Contains(text, "# Release notes") &&

@@ -290,7 +290,7 @@ func TestFetchRefusals(t *testing.T) {
 		{"not allowed", &allowlist, "http://example.org/x", tool.OutcomeSandboxDenied,
 			"<tool_use_error>WebFetch refused https://example.org/x: egress policy refused example.org:443: example.org is not an allowed domain. This session's network policy allows only docs.example.com; loopback, private and link-local addresses are refused unless the operator allows them (--allowed-addresses).</tool_use_error>"},
 		{"loopback without the operator", loopbackAllowed(t), "https://127.0.0.2:8443/", tool.OutcomeSandboxDenied,
-			"<tool_use_error>WebFetch refused https://127.0.0.2:8443/: egress policy refused 127.0.0.2:8443: 127.0.0.2 resolves to 127.0.0.2, a loopback address (127.0.0.0/8), which the policy does not allow. This session may fetch from public addresses; loopback, private and link-local addresses are refused unless the operator allows them (--allowed-addresses).</tool_use_error>"},
+			"<tool_use_error>WebFetch refused https://127.0.0.2:8443/: egress policy refused 127.0.0.2:8443: 127.0.0.2 is a loopback address (127.0.0.0/8), which the policy does not allow. This session may fetch from public addresses; loopback, private and link-local addresses are refused unless the operator allows them (--allowed-addresses).</tool_use_error>"},
 		{"not a URL", loopbackAllowed(t), "file:///etc/passwd", tool.OutcomeInvalidInput,
 			`<tool_use_error>Invalid URL "file:///etc/passwd": give a complete http:// or https:// URL.</tool_use_error>`},
 		{"credentials", loopbackAllowed(t), "https://u:p@example.com/", tool.OutcomeInvalidInput,
