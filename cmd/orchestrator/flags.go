@@ -207,7 +207,7 @@ func (c *common) checkEgress() error {
 		}
 		for name, f := range flags {
 			if len(f) > 0 {
-				return fmt.Errorf("--%s applies to --network allowlist, not %q", name, c.network)
+				return fmt.Errorf("--%s applies to --network %s, not %q", name, networksOf(name), c.network)
 			}
 		}
 		if c.network != sandbox.NetworkHost {
@@ -306,4 +306,12 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// networksOf names the networks an egress flag applies to.
+func networksOf(flag string) string {
+	if flag == "allowed-domains" {
+		return "allowlist"
+	}
+	return "allowlist or host"
 }

@@ -319,7 +319,7 @@ func (e *egressFlags) policy(network string) (egress.Policy, error) {
 		}
 		for name, f := range flags {
 			if len(f) > 0 {
-				return egress.Policy{}, fmt.Errorf("--%s applies to --network allowlist, not %q", name, network)
+				return egress.Policy{}, fmt.Errorf("--%s applies to --network %s, not %q", name, networksOf(name), network)
 			}
 		}
 		if network != sandbox.NetworkHost {
@@ -341,4 +341,12 @@ func (l *entriesFlag) String() string { return strings.Join(*l, ",") }
 func (l *entriesFlag) Set(v string) error {
 	*l = append(*l, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })...)
 	return nil
+}
+
+// networksOf names the networks an egress flag applies to.
+func networksOf(flag string) string {
+	if flag == "allowed-domains" {
+		return "allowlist"
+	}
+	return "allowlist or host"
 }
