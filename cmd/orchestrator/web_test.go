@@ -255,3 +255,38 @@ func TestHeadlessWebSearch(t *testing.T) {
 		t.Errorf("Read result: %v", r)
 	}
 }
+
+// With --network allowlist WebFetch follows the session's egress policy:
+// an allowed host (here the address of the test's server, which the
+// operator's --allowed-addresses lets through) is fetched, another name
+// for the same server is refused as not allowed.
+func TestHeadlessWebFetchAllowlist(t *testing.T) {
+	_, port, certEnv := webSite(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<p>allowed page</p>")
+	}))
+	fake := fakeapi.New(t,
+		fakeapi.ToolTurn(
+			fakeapi.ToolUse("toolu_ok", "WebFetch", map[string]any{"url": "https://127.0.0.1:" + port + "/", "prompt": "What does it say?"}),
+			fakeapi.ToolUse("toolu_no", "WebFetch", map[string]any{"url": "https://localhost:" + port + "/", "prompt": "What does it say?"}),
+		),
+		fakeapi.EndTurn(fakeapi.Text("It says: allowed page.")),
+		fakeapi.EndTurn(fakeapi.Text("Done.")),
+	)
+	res := runCLIEnv(t, fake, []string{certEnv}, "-p", "fetch", "--root", sandboxtest.Dir(t), "--sessions-dir", t.TempDir(),
+		"--network", "allowlist", "--allowed-domains", "127.0.0.1", "--allowed-addresses", "127.0.0.1", "--web-fetch-model", "claude-small-test")
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 3 || reqs[1].Body.Model != "claude-small-test" || !strings.Contains(reqs[1].Body.Messages[0].Text(), "allowed page") {
+		t.Fatalf("%d requests; want the small model's second, with the page", len(reqs))
+	}
+	results := webToolResults(t, reqs[2])
+	if r := results["toolu_ok"]; r["is_error"] != nil || r["content"] != "It says: allowed page." {
+		t.Errorf("allowed fetch: %v", r)
+	}
+	want := "<tool_use_error>WebFetch refused https://localhost:" + port + "/: egress policy refused localhost:" + port + ": localhost is not an allowed domain. This session's network policy allows only 127.0.0.1;"
+	if r := results["toolu_no"]; r["is_error"] != true || !strings.HasPrefix(r["content"].(string), want) {
+		t.Errorf("refused fetch: %v, want %q...", r, want)
+	}
+}
