@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -272,7 +273,7 @@ func (f *WebFetch) fetch(ctx context.Context, pol *egress.Policy, u *url.URL) (*
 		return nil, nil, err
 	}
 	req.Header.Set("Accept", "text/markdown, text/html;q=0.9, */*;q=0.8")
-	req.Header.Set("User-Agent", "toolwire-webfetch/1 (+https://github.com/toolwire/toolwire)")
+	req.Header.Set("User-Agent", "toolwire-WebFetch/1")
 	resp, err := client.Do(req)
 	if err != nil {
 		if denied != nil {
@@ -350,7 +351,7 @@ func (f *WebFetch) cut(md string, cutBytes bool, maxBytes int64) (string, bool) 
 // decodeText turns a body into UTF-8 text, by its declared or sniffed
 // character set.
 func decodeText(body []byte, contentType string) (string, error) {
-	r, err := charset.NewReader(strings.NewReader(string(body)), contentType)
+	r, err := charset.NewReader(bytes.NewReader(body), contentType)
 	if err != nil {
 		return string(body), nil
 	}
