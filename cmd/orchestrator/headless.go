@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
@@ -28,6 +29,7 @@ type headlessFlags struct {
 	outputFormat, permissionMode, resume           string
 	sessionID, systemPrompt, appendSystem, workDir string
 	allowed, disallowed, tools                     listFlag
+	mcp                                            mcpFlags
 	set                                            map[string]bool // flags given on the command line
 }
 
@@ -54,6 +56,7 @@ func (h *headlessFlags) register(fs *flag.FlagSet) {
 		fs.Var(&h.disallowed, name, "permission rules that are refused, added to the settings files'; bare tool names are also not offered (repeatable)")
 	}
 	fs.Var(&h.tools, "tools", `offer only these tools, by name (repeatable; "default": all, "": none)`)
+	h.mcp.register(fs, "use only the MCP servers of --mcp-config: not the project's "+projectMCPFile)
 }
 
 // given reports whether one of the flags names was on the command line.
@@ -131,6 +134,13 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := c.checkEgress(); err != nil {
 		return 2, err
 	}
+	if err := h.mcp.checkRequire(); err != nil {
+		return 2, err
+	}
+	flagServers, err := h.mcp.load(getenv)
+	if err != nil {
+		return 2, err
+	}
 	if err := c.checkWeb(); err != nil {
 		return 2, err
 	}
@@ -167,6 +177,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Permissions:     denyUnattended,
 		WebFetchModel:   c.webFetchModel,
 		WebSearch:       c.webSearchCfg,
+		RequireSandbox:  h.mcp.required,
 		ClientVersion:   version,
 		Logger:          log,
 	})
@@ -175,7 +186,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer orch.Close()
 
-	sess, err := openSession(ctx, orch, store, &c, &h, runEnv{dir: dir, client: client, dial: dial, executors: executors, place: place, getenv: getenv, log: log})
+	sess, skipped, err := openSession(ctx, orch, store, &c, &h, runEnv{dir: dir, client: client, dial: dial, executors: executors, place: place, getenv: getenv, log: log, mcp: flagServers})
 	if errors.Is(err, orchestrator.ErrInvalid) {
 		err = usageError{err}
 	}
@@ -187,7 +198,11 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 1, err
 	}
 
+	for _, sk := range skipped {
+		fmt.Fprintf(stderr, "orchestrator: %s: MCP server %q not used: %s\n", projectMCPFile, sk.name, sk.reason)
+	}
 	out := newPrinter(h.outputFormat, stdout, sess)
+	out.skippedMCP = skipped
 	switch {
 	case h.verbose && h.outputFormat != "stream-json":
 		out.verbose = stderr
@@ -233,6 +248,7 @@ type runEnv struct {
 	place     *placer
 	getenv    func(string) string
 	log       *slog.Logger
+	mcp       mcpclient.Servers // of --mcp-config
 }
 
 // openSession creates the run's session, or loads the one --resume or
@@ -244,7 +260,11 @@ type runEnv struct {
 // files: a resumed conversation gets those of the new run, not the old
 // one's. The model, --max-tokens, --max-turns and --thinking-budget stay
 // what the conversation had unless given again.
-func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *transcript.Store, c *common, h *headlessFlags, r runEnv) (*orchestrator.Session, error) {
+//
+// The MCP servers are those of --mcp-config and, unless
+// --strict-mcp-config, the project's .mcp.json servers the settings
+// approve; the project's servers left out are returned.
+func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *transcript.Store, c *common, h *headlessFlags, r runEnv) (*orchestrator.Session, []skippedServer, error) {
 	var (
 		sess *orchestrator.Session
 		old  orchestrator.SessionConfig
@@ -253,25 +273,25 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 	id := h.resume
 	if h.cont {
 		if id, err = store.Latest(r.dir); errors.Is(err, orchestrator.ErrNotFound) {
-			return nil, fmt.Errorf("no conversation to continue in %s (orchestrator sessions list --all shows every directory's)", r.dir)
+			return nil, nil, fmt.Errorf("no conversation to continue in %s (orchestrator sessions list --all shows every directory's)", r.dir)
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	target, embedded := c.executorAddr(), c.executor == ""
 	workspace := h.workDir
 	if id != "" {
 		if sess, err = orch.Session(ctx, id); errors.Is(err, orchestrator.ErrNotFound) {
-			return nil, fmt.Errorf("no conversation with session id %q in %s", id, store.Dir())
+			return nil, nil, fmt.Errorf("no conversation with session id %q in %s", id, store.Dir())
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		old = sess.Config()
 		if h.given("workspace") && h.workDir != old.Workspace {
-			return nil, usagef("--workspace: conversation %s works in %q; a conversation keeps its workspace", id, old.Workspace)
+			return nil, nil, usagef("--workspace: conversation %s works in %q; a conversation keeps its workspace", id, old.Workspace)
 		}
 		if h.given("executor") && c.executor != old.Executor && c.executor != old.Pool {
-			return nil, usagef("--executor: conversation %s runs on %q; a conversation keeps its executor", id, cmp.Or(old.Pool, old.Executor))
+			return nil, nil, usagef("--executor: conversation %s runs on %q; a conversation keeps its executor", id, cmp.Or(old.Pool, old.Executor))
 		}
 		target, embedded, workspace = old.Executor, old.Executor == embeddedAddr, old.Workspace
 	}
@@ -281,7 +301,20 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 		settings: c.settings, mode: h.permissionMode, allowed: h.allowed, disallowed: h.disallowed,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	servers := r.mcp
+	var skipped []skippedServer
+	if !h.mcp.strict {
+		approval, err := mcpSettings(userDir, project, c.settings)
+		if err != nil {
+			return nil, nil, err
+		}
+		var fromProject mcpclient.Servers
+		if fromProject, skipped, err = projectMCP(project, approval, r.getenv); err != nil {
+			return nil, nil, err
+		}
+		servers = mcpclient.Merge(fromProject, r.mcp)
 	}
 	// The settings files' sandbox lists shape the in-process executor,
 	// which starts on first use below. Its network lists are then that
@@ -293,11 +326,11 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 	}
 	defs, err := listTools(ctx, r.executors, r.place, target)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	offer, hide, err := checkToolNames(defs, h.tools, h.allowed, h.disallowed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if h.given("tools") && len(h.tools) == 0 {
 		for _, d := range defs { // --tools "": no tools at all
@@ -323,13 +356,14 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 		Workspace:          workspace,
 		ThinkingBudget:     c.thinkingBudget,
 		Directory:          r.dir,
+		MCPServers:         servers,
 	}
 	if sess == nil {
 		sess, err = orch.Create(ctx, h.sessionID, cfg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return sess, nil
+		return sess, skipped, nil
 	}
 	if !h.given("model") && old.Model != "" {
 		cfg.Model = old.Model
@@ -344,14 +378,14 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 		cfg.ThinkingBudget = old.ThinkingBudget
 	}
 	if err := sess.Reconfigure(cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The init event reports the session as it runs: its tools and
 	// working directory are known once it is connected.
 	if err := sess.Connect(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return sess, nil
+	return sess, skipped, nil
 }
 
 // listTools asks the executor at target (a member of it, for a pool)
