@@ -14,4 +14,9 @@
 // Applying the call's prompt to the page with a small model is not done
 // here: the orchestrator does it (it holds the model client), and reads
 // the page from the result's text and its structured data.
+//
+// Why one package: fetching under the policy, the redirect rules, turning
+// the body into Markdown with its cuts, and the session's cache of pages
+// are one tool's steps, each used by nothing else; the policy checks
+// themselves live in pkg/egress, shared with the egress proxy.
 package web
