@@ -244,7 +244,7 @@ func (s *Session) handleExec(l execapi.Link, ev execapi.Event) {
 	switch {
 	case ev.Result != nil:
 		if cs != nil {
-			cs.deliver(ev.Result, s.publishResult)
+			s.deliverResult(cs, ev.Result)
 		}
 	case ev.Started != nil:
 		if cs.has(ev.Started.ToolUseID) {
