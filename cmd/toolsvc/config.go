@@ -93,6 +93,9 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		mcpMaxOutput  = fs.Int("mcp-max-output-tokens", envInt("MAX_MCP_OUTPUT_TOKENS", mcpclient.DefaultMaxOutputTokens), "largest MCP tool output, in tokens of 4 characters, before it is cut and saved to a file (env MAX_MCP_OUTPUT_TOKENS)")
 		outputDir     = fs.String("output-dir", defaultOutputDir(), "where each session's saved outputs (full output of a shortened result, background shells' output) are kept, in a directory per session id, after the session ends, so a conversation resumed under the same id still finds them (empty: removed with the session)")
 		outputKeep    = fs.Duration("output-retention", 24*time.Hour, "how long saved outputs are kept after their session ended (0: removed with the session)")
+		sessProcs     = fs.Int("session-processes", sandbox.DefaultSessionTasks, "tasks (processes and threads) each session may have at once, all its calls together; a call that reaches it is killed and its result says so (0: no bound of its own; the sessions together stay below toolsvc's cgroup limit less a reserve for toolsvc)")
+		sessMemory    = sizeFlag(fs, "session-memory", sandbox.DefaultSessionMemory, "memory each session's processes may use together, e.g. 2G or 512M; past it the kernel ends one of them and the call's result says so (0: no bound of its own)")
+		maxSessions   = fs.Int("max-sessions", defaultMaxSessions, "most sessions the executor holds at once; further opens get RESOURCE_EXHAUSTED (0: no limit). It sizes toolsvc's reserve of tasks and memory, the session id pool and the open-file limit")
 		traceContent  = fs.Bool("trace-content", envBool(executor.TraceContentEnv), "record tool inputs and results (cut to 8 KiB) on the run_tool spans; they may hold secrets (env "+executor.TraceContentEnv+")")
 		readOnly      dirsFlag
 		readWrite     dirsFlag
@@ -137,6 +140,7 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		for name, negative := range map[string]bool{
 			"--limit-cpu": *cpuTime < 0, "--limit-memory": *memory < 0, "--limit-processes": *processes < 0,
 			"--limit-file-size": *fileSize < 0, "--limit-open-files": *openFiles < 0,
+			"--session-processes": *sessProcs < 0, "--max-sessions": *maxSessions < 0,
 		} {
 			if negative {
 				return execsvc.Config{}, fmt.Errorf("%s must not be negative (0: unlimited)", name)
@@ -165,6 +169,7 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 				MaxReadBytes:   *maxRead,
 			},
 			MaxConcurrency:    *maxConc,
+			MaxSessions:       *maxSessions,
 			Retention:         *retention,
 			PermissionTimeout: *permTimeout,
 			Version:           version,
@@ -176,6 +181,7 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 					CPUTime: *cpuTime, Memory: *memory, Processes: *processes,
 					FileSize: *fileSize, OpenFiles: *openFiles,
 				},
+				Session:        sandbox.SessionBounds{Processes: *sessProcs, Memory: *sessMemory},
 				ReadOnlyPaths:  sysReadPaths,
 				ReadWritePaths: sysWritePaths,
 			},
@@ -208,9 +214,49 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		}
 		if inProcess && *profile == "development" {
 			cfg = embedded.Local(cfg)
+			// Your own machine: no session bounds unless you ask.
+			if !isSet(fs, "session-processes") {
+				cfg.Sandbox.Session.Processes = 0
+			}
+			if !isSet(fs, "session-memory") {
+				cfg.Sandbox.Session.Memory = 0
+			}
 		}
 		return cfg, nil
 	}
+}
+
+// defaultMaxSessions is --max-sessions' default.
+const defaultMaxSessions = 1000
+
+// byteSize is a flag of a size in bytes that takes units (2G, 512M).
+type byteSize struct{ n *int64 }
+
+func (b byteSize) String() string {
+	if b.n == nil {
+		return ""
+	}
+	if *b.n == 0 {
+		return "0"
+	}
+	return strings.ReplaceAll(sandbox.FormatBytes(*b.n), " ", "")
+}
+
+func (b byteSize) Set(v string) error {
+	n, err := sandbox.ParseBytes(v)
+	if err != nil {
+		return err
+	}
+	*b.n = n
+	return nil
+}
+
+// sizeFlag registers a byteSize flag.
+func sizeFlag(fs *flag.FlagSet, name string, def int64, usage string) *int64 {
+	n := new(int64)
+	*n = def
+	fs.Var(byteSize{n}, name, usage)
+	return n
 }
 
 // defaultOutputDir is --output-dir's default: a directory of the invoking

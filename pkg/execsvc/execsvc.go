@@ -83,8 +83,15 @@ type Config struct {
 	// its sessions directory and removes a conversation's outputs with the
 	// conversation.
 	OutputRetention time.Duration
-	// Sandbox configures process confinement.
+	// Sandbox configures process confinement. Its Session bounds are what
+	// each session may use at most; New lowers them to what all sessions
+	// together may use (see sandbox.PlanSessions).
 	Sandbox sandbox.Config
+	// MaxSessions is the most sessions the executor holds at once; 0 means
+	// no limit. With session bounds it sizes the service's reserve: all
+	// sessions together get what toolsvc's own cgroup allows less what
+	// toolsvc keeps for itself.
+	MaxSessions int
 	// SessionUIDs, when not zero, gives each session a user of its own
 	// from this range (see sandbox.Config.SessionUser), so that sessions
 	// cannot see, signal or trace each other's processes or read each
@@ -197,6 +204,21 @@ func New(cfg Config) (*executor.Executor, error) {
 	}
 	if err := sandbox.Check(res.sandbox); err != nil {
 		return nil, explain(err)
+	}
+	if b := res.sandbox.Session; b != (sandbox.SessionBounds{}) {
+		plan, err := sandbox.PlanSessions(cfg.MaxSessions, b)
+		if err != nil {
+			return nil, explain(err)
+		}
+		res.sandbox.Session = plan.PerSession
+		sandbox.UseSessionTotal(plan.Total)
+		if cfg.Logger != nil {
+			cfg.Logger.Info("session bounds",
+				"processes_per_session", plan.PerSession.Processes, "memory_per_session", sandbox.FormatBytes(plan.PerSession.Memory),
+				"processes_all_sessions", plan.Total.Processes, "memory_all_sessions", sandbox.FormatBytes(plan.Total.Memory),
+				"tasks_allowed", plan.Capacity.Tasks, "tasks_from", plan.Capacity.TasksFrom,
+				"memory_allowed", sandbox.FormatBytes(plan.Capacity.Memory), "memory_from", plan.Capacity.MemoryFrom)
+		}
 	}
 	var users *sandbox.UIDPool
 	if !cfg.SessionUIDs.IsZero() {

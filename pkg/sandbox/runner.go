@@ -157,7 +157,7 @@ func NewRunner(cfg Config, workspace, tempDir string) (_ *Runner, err error) {
 	}
 
 	if !cgroupsDisabled.Load() {
-		cg, notes := newRunnerCgroups(cfg.Limits)
+		cg, notes := newRunnerCgroups(cfg.Limits, cfg.Session)
 		for _, n := range notes {
 			r.log.Info("sandbox: cgroup unavailable, degrading", "reason", n)
 		}
@@ -321,7 +321,7 @@ func (r *Runner) computeEnforced() []string {
 	} else {
 		e = append(e, "process_group")
 	}
-	if r.cfg.Limits.any() {
+	if r.cfg.Limits.any() || (r.cg != nil && r.cg.bound != SessionBounds{}) {
 		e = append(e, "resource_limits")
 	}
 	if os.Geteuid() != 0 || r.id.switched {
@@ -350,6 +350,16 @@ func (r *Runner) Workspace() string { return r.workspace }
 // TempDir returns the runner's scratch directory (TMPDIR of its processes,
 // and HOME unless Config.Home says otherwise).
 func (r *Runner) TempDir() string { return r.tempDir }
+
+// Bounds returns the session bounds the runner's cgroup enforces: those of
+// Config.Session that a controller could take (zero fields are not
+// enforced).
+func (r *Runner) Bounds() SessionBounds {
+	if r.cg == nil {
+		return SessionBounds{}
+	}
+	return r.cg.bound
+}
 
 // Network returns the network mode of the runner's processes:
 // NetworkNone, NetworkAllowlist or NetworkHost.
@@ -425,6 +435,9 @@ func (r *Runner) Start(ctx context.Context, c Cmd) (*Process, error) {
 	closed := r.closed
 	r.mu.Unlock()
 	go p.waitLoop()
+	if p.cg != nil && r.cg.bound.Processes > 0 {
+		go p.watchProcesses()
+	}
 	if closed {
 		p.Abort()
 	}

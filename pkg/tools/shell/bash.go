@@ -235,6 +235,14 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 	if res.IsError {
 		txt = withNetworkNote(env, txt, snap, start)
 	}
+	if limit := p.LimitReached(); limit != "" {
+		// A process or memory limit ended the command or part of it.
+		if !res.IsError {
+			txt = strings.TrimPrefix(txt, "(Bash completed with no output)")
+		}
+		txt = strings.TrimSuffix(txt, "\n") + "\n" + limit
+		res.IsError = true
+	}
 	if note != "" {
 		if strings.HasPrefix(txt, "(Bash completed") {
 			txt = note

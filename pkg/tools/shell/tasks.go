@@ -158,11 +158,15 @@ func watch(env *tool.Env, reg *registry, t *task, outFile *os.File) {
 	t.proc.Output().Close()
 	outFile.Close()
 	code, _ := t.proc.Wait()
+	limit := t.proc.LimitReached()
+	if limit != "" {
+		appendNote(t.outPath, limit)
+	}
 	t.mu.Lock()
 	killed := t.status == statusKilled
 	if !killed {
 		t.status = statusCompleted
-		if code != 0 {
+		if code != 0 || limit != "" {
 			t.status = statusFailed
 		}
 		t.exitCode = &code
@@ -182,8 +186,22 @@ func watch(env *tool.Env, reg *registry, t *task, outFile *os.File) {
 	if status == statusFailed {
 		summary = fmt.Sprintf(`Background command "%s" failed with exit code %d`, t.summaryName, code)
 	}
+	if limit != "" {
+		summary += ": " + limit
+	}
 	env.Notify(tool.TaskNotice{TaskID: t.id, ToolUseID: t.toolUseID, OutputPath: t.outPath,
 		Status: status, ExitCode: &code, Summary: summary})
+}
+
+// appendNote adds a line that says why a background command ended to the
+// end of its output file.
+func appendNote(path, note string) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "\n[toolwire] %s\n", note)
 }
 
 // TaskOutput reports a background shell's status and output. With alias
