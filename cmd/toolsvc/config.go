@@ -95,6 +95,8 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		outputKeep    = fs.Duration("output-retention", 24*time.Hour, "how long saved outputs are kept after their session ended (0: removed with the session)")
 		sessProcs     = fs.Int("session-processes", sandbox.DefaultSessionTasks, "tasks (processes and threads) each session may have at once, all its calls together; a call that reaches it is killed and its result says so (0: no bound of its own; the sessions together stay below toolsvc's cgroup limit less a reserve for toolsvc)")
 		sessMemory    = sizeFlag(fs, "session-memory", sandbox.DefaultSessionMemory, "memory each session's processes may use together, e.g. 2G or 512M; past it the kernel ends one of them and the call's result says so (0: no bound of its own)")
+		tempQuota     = sizeFlag(fs, "session-temp-quota", defaultTempQuota, "size of each session's temp directory (TMPDIR and HOME of its processes), a file system of its own when toolsvc runs as root: writes past it fail with ENOSPC (0: none, the temp directory shares toolsvc's disk)")
+		outputQuota   = sizeFlag(fs, "session-output-quota", defaultOutputQuota, "bytes of saved outputs (whole outputs of shortened results, background commands' output) each session may leave over its life; past it an output is not saved, and a background command's output stops and the command is killed (0: unlimited)")
 		maxSessions   = fs.Int("max-sessions", defaultMaxSessions, "most sessions the executor holds at once; further opens get RESOURCE_EXHAUSTED (0: no limit). It sizes toolsvc's reserve of tasks and memory, the session id pool and the open-file limit")
 		traceContent  = fs.Bool("trace-content", envBool(executor.TraceContentEnv), "record tool inputs and results (cut to 8 KiB) on the run_tool spans; they may hold secrets (env "+executor.TraceContentEnv+")")
 		readOnly      dirsFlag
@@ -170,6 +172,8 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 			},
 			MaxConcurrency:    *maxConc,
 			MaxSessions:       *maxSessions,
+			TempQuota:         *tempQuota,
+			OutputQuota:       *outputQuota,
 			Retention:         *retention,
 			PermissionTimeout: *permTimeout,
 			Version:           version,
@@ -221,13 +225,25 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 			if !isSet(fs, "session-memory") {
 				cfg.Sandbox.Session.Memory = 0
 			}
+			if !isSet(fs, "session-temp-quota") {
+				cfg.TempQuota = 0
+			}
+			if !isSet(fs, "session-output-quota") {
+				cfg.OutputQuota = 0
+			}
 		}
 		return cfg, nil
 	}
 }
 
-// defaultMaxSessions is --max-sessions' default.
-const defaultMaxSessions = 1000
+// Defaults of the session bounds: hundreds of sessions fit a 2-CPU,
+// 24 GiB host; a temp directory's file system is memory, charged to its
+// session's memory bound.
+const (
+	defaultMaxSessions = 1000
+	defaultTempQuota   = 512 << 20
+	defaultOutputQuota = 256 << 20
+)
 
 // byteSize is a flag of a size in bytes that takes units (2G, 512M).
 type byteSize struct{ n *int64 }

@@ -77,6 +77,19 @@ type Config struct {
 	// may read them, not change them. Empty keeps them in the session's
 	// scratch directory, removed with the session.
 	OutputRoot string
+	// TempQuota, when above 0, gives each session's temp directory a file
+	// system of that many bytes of its own (a tmpfs, charged to the
+	// session's memory bound), so that a session cannot fill the disk
+	// through it: writes past it fail with ENOSPC, and the result of a
+	// command that failed with it full says so. It needs root; without,
+	// it is left out (and logged).
+	TempQuota int64
+	// OutputQuota, when above 0, bounds the bytes of the outputs saved for
+	// each session over its life (whole outputs of shortened results,
+	// background commands' output files): past it a whole output is not
+	// saved, and a background command's output stops and the command is
+	// killed, each saying so.
+	OutputQuota int64
 	// OutputRetention is how long the outputs of a session that ended are
 	// kept in OutputRoot (checked as sessions open). Zero keeps them until
 	// whoever owns OutputRoot removes them: orchestrator -p points it at
@@ -233,6 +246,12 @@ func New(cfg Config) (*executor.Executor, error) {
 			return nil, explain(err)
 		}
 	}
+	if cfg.TempQuota > 0 && os.Geteuid() != 0 {
+		if cfg.Logger != nil {
+			cfg.Logger.Info("session temp directories get no quota of their own: mounting one needs root", "quota", sandbox.FormatBytes(cfg.TempQuota))
+		}
+		cfg.TempQuota = 0
+	}
 	var outputs *outputStore
 	if cfg.OutputRoot != "" {
 		if outputs, err = newOutputStore(cfg.OutputRoot, cfg.OutputRetention, cfg.Logger); err != nil {
@@ -304,6 +323,12 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 			return nil, info, fmt.Errorf("session scratch directory: %w", err)
 		}
 		cleanup = append(cleanup, func() { _ = os.RemoveAll(tmp) })
+		if cfg.TempQuota > 0 {
+			if err := sandbox.MountSessionTemp(tmp, cfg.TempQuota); err != nil {
+				return nil, info, err
+			}
+			cleanup = append(cleanup, func() { sandbox.UnmountSessionTemp(tmp) })
+		}
 		outDir := filepath.Join(tmp, "outputs")
 		readOnly := res.fileRO
 		releaseOutputs := func() {}
@@ -350,15 +375,17 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 			proxy = serveEgress(ln, policy, cfg.Logger, sessionID)
 		}
 		env := &tool.Env{
-			SessionID: sessionID,
-			Files:     ws,
-			AddDirs:   cfg.AddDirs,
-			Procs:     runner,
-			Egress:    proxy,
-			TempDir:   tmp,
-			OutputDir: outDir,
-			Limits:    cfg.Limits.WithDefaults(),
-			Reads:     tool.NewFileState(),
+			SessionID:   sessionID,
+			Files:       ws,
+			AddDirs:     cfg.AddDirs,
+			Procs:       runner,
+			Egress:      proxy,
+			TempDir:     tmp,
+			OutputDir:   outDir,
+			TempQuota:   cfg.TempQuota,
+			OutputQuota: tool.NewByteQuota("saved-output quota", cfg.OutputQuota),
+			Limits:      cfg.Limits.WithDefaults(),
+			Reads:       tool.NewFileState(),
 		}
 		// Registered first, so it runs last: after tools' own cleanup.
 		env.OnClose(func() {
@@ -367,6 +394,9 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 			}
 			runner.Close()
 			_ = ws.Close()
+			if cfg.TempQuota > 0 {
+				sandbox.UnmountSessionTemp(tmp)
+			}
 			_ = os.RemoveAll(tmp)
 			releaseOutputs()
 		})

@@ -201,13 +201,13 @@ func hostMemory() int64 {
 }
 
 // FormatBytes writes n in the largest binary unit it fills: "2 GiB",
-// "512 MiB", "1536 KiB", "100 bytes".
+// "512 MiB", "1.5 MiB", "100 bytes".
 func FormatBytes(n int64) string {
 	for _, u := range []struct {
 		size int64
 		name string
 	}{{1 << 40, "TiB"}, {1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-		if n >= u.size && n%(u.size/1024) == 0 {
+		if n >= u.size {
 			if n%u.size == 0 {
 				return fmt.Sprintf("%d %s", n/u.size, u.name)
 			}

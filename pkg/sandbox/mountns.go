@@ -24,6 +24,10 @@ type mountSetup struct {
 	// files are bound read-only over system files (/etc/passwd and
 	// /etc/group with an entry for the session user).
 	files []bindFile
+	// tempDir is the session's own temp directory: of the session temp
+	// file systems (MountSessionTemp) the namespace copied, it keeps this
+	// one only.
+	tempDir string
 }
 
 type idmapMount struct {
@@ -51,6 +55,9 @@ func setupMounts(m *mountSetup) error {
 		return fmt.Errorf("sandbox: make mounts private: %w%s", err, capHint(err, "CAP_SYS_ADMIN"))
 	}
 	if err := mountHiddenProc(); err != nil {
+		return err
+	}
+	if err := detachOtherTemps(m.tempDir); err != nil {
 		return err
 	}
 	if m.idmap != nil {
@@ -286,4 +293,62 @@ func probeSessionMounts(dir string) error {
 		errc <- uerr
 	}()
 	return <-errc
+}
+
+// sessionTempSource is the source name of the session temp file systems,
+// by which the mount tables show them.
+const sessionTempSource = "toolwire-session-tmp"
+
+// MountSessionTemp mounts a file system of size bytes of its own (tmpfs)
+// on dir, a session's empty temp directory, so that the session can write
+// no more than that there: a write past it fails with ENOSPC. It holds one
+// file (inode) per 16 KiB at most. The memory it takes is charged to the
+// memory bound of the session whose processes write it. It needs root.
+func MountSessionTemp(dir string, size int64) error {
+	inodes := max(size/(16<<10), 1024)
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, inodes)
+	if err := unix.Mount(sessionTempSource, dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("sandbox: mount the session's temp file system on %s: %w%s", dir, err, capHint(err, "CAP_SYS_ADMIN"))
+	}
+	return nil
+}
+
+// UnmountSessionTemp detaches the file system MountSessionTemp mounted on
+// dir; its memory is freed once no process uses it.
+func UnmountSessionTemp(dir string) {
+	_ = unix.Unmount(dir, unix.MNT_DETACH)
+}
+
+// detachOtherTemps detaches, in the calling thread's new mount namespace,
+// the temp file systems of other sessions that it copied from the
+// service's, so that this session cannot reach them and they are freed
+// when their session ends.
+func detachOtherTemps(keep string) error {
+	f, err := os.Open("/proc/thread-self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	defer f.Close()
+	var others []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := slices.Index(fields, "-")
+		if sep < 5 || sep+2 >= len(fields) || fields[sep+2] != sessionTempSource {
+			continue
+		}
+		if point := unescapeMountinfo(fields[4]); point != keep {
+			others = append(others, point)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("sandbox: read mountinfo: %w", err)
+	}
+	for _, p := range others {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("sandbox: detach another session's temp directory: %w", err)
+		}
+	}
+	return nil
 }

@@ -209,7 +209,7 @@ func sessionIdentity(l *UIDLease) identity {
 // an id-mapped workspace when another user owns it (the returned owner,
 // -1 otherwise), and /etc/passwd and /etc/group that name the user.
 func (r *Runner) sessionMounts() (*mountSetup, int, error) {
-	m := &mountSetup{}
+	m := &mountSetup{tempDir: r.tempDir}
 	fi, err := os.Stat(r.workspace)
 	if err != nil {
 		return nil, -1, fmt.Errorf("sandbox: workspace: %w", err)

@@ -152,6 +152,7 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 	// Output past 4 bytes per inline character is never returned inline
 	// (see successText).
 	capt := newCapture(limits.MaxOutputMemory, 4*min(limits.MaxOutputChars, 1<<28)+4<<10, func() (*os.File, error) { return createOutputFile(env, outName) })
+	capt.quota = env.OutputQuota
 	growPipe(p.Output())
 	readDone := make(chan struct{})
 	go func() {
@@ -240,8 +241,15 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 		if !res.IsError {
 			txt = strings.TrimPrefix(txt, "(Bash completed with no output)")
 		}
-		txt = strings.TrimSuffix(txt, "\n") + "\n" + limit
+		txt = addLine(txt, limit)
 		res.IsError = true
+	}
+	if res.IsError {
+		// A failure of a command whose temp directory is full: the quota
+		// is the likely cause.
+		if q := tempQuotaNote(env); q != "" {
+			txt = addLine(txt, q)
+		}
 	}
 	if note != "" {
 		if strings.HasPrefix(txt, "(Bash completed") {
@@ -263,6 +271,14 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 	res.Content = []tool.Content{{Text: txt}}
 	res.ExitCode = &code
 	return res
+}
+
+// addLine adds a line to the end of a result's text.
+func addLine(txt, line string) string {
+	if txt = strings.TrimSuffix(txt, "\n"); txt == "" {
+		return line
+	}
+	return txt + "\n" + line
 }
 
 // unsavedOutput rewrites a truncated result whose full output could not be

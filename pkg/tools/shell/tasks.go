@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -154,11 +155,24 @@ func startBackground(ctx context.Context, env *tool.Env, call *tool.Call, in bas
 // watch copies a task's output to its file and records how it ended.
 func watch(env *tool.Env, reg *registry, t *task, outFile *os.File) {
 	defer reg.wg.Done()
-	io.Copy(outFile, t.proc.Output())
+	var limits []string
+	if err := copyOutput(outFile, t.proc.Output(), env.OutputQuota); err != nil {
+		// The output file cannot grow: the command is stopped rather
+		// than left writing where nobody can read it.
+		t.proc.Abort()
+		io.Copy(io.Discard, t.proc.Output())
+		limits = append(limits, fmt.Sprintf("Output stopped: %v; the command was killed.", unwrapWrite(err)))
+	}
 	t.proc.Output().Close()
 	outFile.Close()
 	code, _ := t.proc.Wait()
-	limit := t.proc.LimitReached()
+	if l := t.proc.LimitReached(); l != "" {
+		limits = append(limits, l)
+	}
+	if q := tempQuotaNote(env); q != "" {
+		limits = append(limits, q)
+	}
+	limit := strings.Join(limits, " ")
 	if limit != "" {
 		appendNote(t.outPath, limit)
 	}
@@ -191,6 +205,37 @@ func watch(env *tool.Env, reg *registry, t *task, outFile *os.File) {
 	}
 	env.Notify(tool.TaskNotice{TaskID: t.id, ToolUseID: t.toolUseID, OutputPath: t.outPath,
 		Status: status, ExitCode: &code, Summary: summary})
+}
+
+// copyOutput copies a background command's output to its file while the
+// session's output quota has room, and returns why it stopped early: the
+// quota, or a write error such as ENOSPC; nil at the output's end.
+func copyOutput(dst *os.File, src io.Reader, q *tool.ByteQuota) error {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if qerr := q.Take(int64(n)); qerr != nil {
+				return qerr
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
+
+// unwrapWrite shortens a write error to its cause ("no space left on
+// device"), which says more than the path.
+func unwrapWrite(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("writing the output file: %w", pe.Err)
+	}
+	return err
 }
 
 // appendNote adds a line that says why a background command ended to the
