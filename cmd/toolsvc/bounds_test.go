@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/rpcerr"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 )
 
@@ -232,5 +240,65 @@ func TestServeBoundsAForkAndAMemoryBombToItsSession(t *testing.T) {
 			left = append(left, fmt.Sprintf("%d %s", pid, strings.TrimSpace(string(comm))))
 		}
 		t.Errorf("processes in toolsvc's cgroup after the bombs: %v, want only toolsvc (%d)", left, cmd.Process.Pid)
+	}
+}
+
+// openStream sends Open on a new Execute stream and returns the first
+// event or the error that ends the stream.
+func openStream(t *testing.T, conn *grpc.ClientConn) (executorv1.ExecutorService_ExecuteClient, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stream, err := executorv1.NewExecutorServiceClient(conn).Execute(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: &executorv1.Open{ClientName: "test"}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = stream.Recv()
+	return stream, err
+}
+
+// Past --max-sessions-per-client and --max-sessions, Open gets
+// RESOURCE_EXHAUSTED with the reason; a closed session makes room again.
+func TestServeSessionLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name, flag, reason string
+	}{
+		{"per executor", "--max-sessions", "SESSION_LIMIT"},
+		{"per client", "--max-sessions-per-client", "CLIENT_SESSION_LIMIT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, _ := startServe(t, sandboxtest.Dir(t), tc.flag, "2")
+			conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			first, err := openStream(t, conn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := openStream(t, conn); err != nil {
+				t.Fatal(err)
+			}
+			_, err = openStream(t, conn)
+			if status.Code(err) != codes.ResourceExhausted || rpcerr.Reason(err) != tc.reason {
+				t.Fatalf("third open: %v (reason %q), want ResourceExhausted with reason %s", err, rpcerr.Reason(err), tc.reason)
+			}
+			// Closing the first session makes room.
+			if err := first.CloseSend(); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				if _, err := first.Recv(); err != nil {
+					break
+				}
+			}
+			if _, err := openStream(t, conn); err != nil {
+				t.Fatalf("open after a close: %v", err)
+			}
+		})
 	}
 }

@@ -98,6 +98,7 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		tempQuota     = sizeFlag(fs, "session-temp-quota", defaultTempQuota, "size of each session's temp directory (TMPDIR and HOME of its processes), a file system of its own when toolsvc runs as root: writes past it fail with ENOSPC (0: none, the temp directory shares toolsvc's disk)")
 		outputQuota   = sizeFlag(fs, "session-output-quota", defaultOutputQuota, "bytes of saved outputs (whole outputs of shortened results, background commands' output) each session may leave over its life; past it an output is not saved, and a background command's output stops and the command is killed (0: unlimited)")
 		maxSessions   = fs.Int("max-sessions", defaultMaxSessions, "most sessions the executor holds at once; further opens get RESOURCE_EXHAUSTED (0: no limit). It sizes toolsvc's reserve of tasks and memory, the session id pool and the open-file limit")
+		maxPerClient  = fs.Int("max-sessions-per-client", 0, "most sessions one client may hold at once (client certificate subject with mutual TLS, else the peer's IP address; all unix-socket clients are one); further opens get RESOURCE_EXHAUSTED (0: no limit)")
 		traceContent  = fs.Bool("trace-content", envBool(executor.TraceContentEnv), "record tool inputs and results (cut to 8 KiB) on the run_tool spans; they may hold secrets (env "+executor.TraceContentEnv+")")
 		readOnly      dirsFlag
 		readWrite     dirsFlag
@@ -142,7 +143,7 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		for name, negative := range map[string]bool{
 			"--limit-cpu": *cpuTime < 0, "--limit-memory": *memory < 0, "--limit-processes": *processes < 0,
 			"--limit-file-size": *fileSize < 0, "--limit-open-files": *openFiles < 0,
-			"--session-processes": *sessProcs < 0, "--max-sessions": *maxSessions < 0,
+			"--session-processes": *sessProcs < 0, "--max-sessions": *maxSessions < 0, "--max-sessions-per-client": *maxPerClient < 0,
 		} {
 			if negative {
 				return execsvc.Config{}, fmt.Errorf("%s must not be negative (0: unlimited)", name)
@@ -170,13 +171,14 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 				MaxOutputChars: *maxOutput,
 				MaxReadBytes:   *maxRead,
 			},
-			MaxConcurrency:    *maxConc,
-			MaxSessions:       *maxSessions,
-			TempQuota:         *tempQuota,
-			OutputQuota:       *outputQuota,
-			Retention:         *retention,
-			PermissionTimeout: *permTimeout,
-			Version:           version,
+			MaxConcurrency:       *maxConc,
+			MaxSessions:          *maxSessions,
+			MaxSessionsPerClient: *maxPerClient,
+			TempQuota:            *tempQuota,
+			OutputQuota:          *outputQuota,
+			Retention:            *retention,
+			PermissionTimeout:    *permTimeout,
+			Version:              version,
 			Sandbox: sandbox.Config{
 				Backend:   *backend,
 				Network:   *network,

@@ -105,6 +105,10 @@ type Config struct {
 	// sessions together get what toolsvc's own cgroup allows less what
 	// toolsvc keeps for itself.
 	MaxSessions int
+	// MaxSessionsPerClient bounds the sessions of one client identity (a
+	// client certificate's subject, or the peer's address); 0 means no
+	// bound.
+	MaxSessionsPerClient int
 	// SessionUIDs, when not zero, gives each session a user of its own
 	// from this range (see sandbox.Config.SessionUser), so that sessions
 	// cannot see, signal or trace each other's processes or read each
@@ -259,17 +263,19 @@ func New(cfg Config) (*executor.Executor, error) {
 		}
 	}
 	return executor.New(executor.Config{
-		Tools:             Tools(),
-		NewEnv:            envFactory(cfg, res, users, outputs),
-		Limits:            cfg.Limits,
-		MaxConcurrency:    cfg.MaxConcurrency,
-		Retention:         cfg.Retention,
-		TraceContent:      cfg.TraceContent,
-		PermissionTimeout: cfg.PermissionTimeout,
-		Operator:          cfg.Operator,
-		Version:           cfg.Version,
-		Logger:            cfg.Logger,
-		MCP:               cfg.MCP,
+		Tools:                Tools(),
+		NewEnv:               envFactory(cfg, res, users, outputs),
+		Limits:               cfg.Limits,
+		MaxConcurrency:       cfg.MaxConcurrency,
+		Retention:            cfg.Retention,
+		TraceContent:         cfg.TraceContent,
+		PermissionTimeout:    cfg.PermissionTimeout,
+		Operator:             cfg.Operator,
+		Version:              cfg.Version,
+		Logger:               cfg.Logger,
+		MCP:                  cfg.MCP,
+		MaxSessions:          cfg.MaxSessions,
+		MaxSessionsPerClient: cfg.MaxSessionsPerClient,
 	})
 }
 

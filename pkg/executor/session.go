@@ -53,6 +53,7 @@ type messageOrder struct {
 // Session is one conversation's tool-call pipeline.
 type Session struct {
 	id      string
+	client  string // the client identity that opened it
 	ex      *Executor
 	env     *tool.Env
 	opts    SessionOptions

@@ -89,6 +89,14 @@ const (
 	// ModelCredentialsMissing (FailedPrecondition): the orchestrator has no
 	// API key for the model.
 	ModelCredentialsMissing = "MODEL_CREDENTIALS_MISSING"
+	// SessionLimit (ResourceExhausted): the executor holds as many
+	// sessions as it may (toolsvc --max-sessions); metadata limit says
+	// how many. Retry later or on another executor.
+	SessionLimit = "SESSION_LIMIT"
+	// ClientSessionLimit (ResourceExhausted): the client identity holds as
+	// many sessions as one may (toolsvc --max-sessions-per-client);
+	// metadata limit says how many. Close one first.
+	ClientSessionLimit = "CLIENT_SESSION_LIMIT"
 )
 
 // Reasons of authentication (all Unauthenticated).
