@@ -302,3 +302,35 @@ func TestServeSessionLimits(t *testing.T) {
 		})
 	}
 }
+
+// toolsvc raises its open-file limit to what --max-sessions needs, and
+// refuses to start, saying what to change, when it cannot.
+func TestServeSizesOpenFilesFromMaxSessions(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("raising the hard limit needs root")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("no setpriv to drop CAP_SYS_RESOURCE with")
+	}
+	root := sandboxtest.Dir(t)
+	_, cmd := startServe(t, root, "--max-sessions", "1000")
+	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var soft int
+	for _, line := range strings.Split(string(limits), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Max open files"); ok {
+			fmt.Sscan(rest, &soft)
+		}
+	}
+	if want := 1024 + 18*1000; soft < want {
+		t.Errorf("toolsvc's open-file limit is %d, want at least %d for 1000 sessions", soft, want)
+	}
+	out, err := exec.Command("/bin/sh", "-c", `ulimit -n 2000 && ulimit -Hn 2000 && exec "$0" --inh-caps=-sys_resource --bounding-set=-sys_resource "$@"`,
+		setpriv, toolsvcBin, "serve", "--listen", "127.0.0.1:0", "--insecure", "--root", root, "--max-sessions", "1000").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--max-sessions 1000 needs about 19024 open files, and the limit is 2000") {
+		t.Errorf("toolsvc with too few open files: %v\n%s", err, out)
+	}
+}

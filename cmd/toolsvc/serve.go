@@ -62,6 +62,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := sandbox.BecomeSubreaper(); err != nil {
 		return fmt.Errorf("become child subreaper: %w", err)
 	}
+	nofile, fitted, err := raiseOpenFiles(cfg.MaxSessions, !isSet(fs, "max-sessions"))
+	if err != nil {
+		return err
+	}
+	if fitted != cfg.MaxSessions {
+		log.Warn("fewer sessions than the default: the open-file limit cannot be raised for more", "max_sessions", fitted, "default", cfg.MaxSessions, "open_files", nofile)
+		cfg.MaxSessions = fitted
+	}
+	log.Info("open files", "limit", nofile, "max_sessions", cfg.MaxSessions)
 	secure, err := security.ServerOptions(*listen)
 	if err != nil {
 		return err

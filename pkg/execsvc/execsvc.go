@@ -246,7 +246,7 @@ func New(cfg Config) (*executor.Executor, error) {
 		if err := sandbox.CheckSessionUsers(root); err != nil {
 			return nil, explain(err)
 		}
-		if users, err = sandbox.SharedUIDPool(cfg.SessionUIDs); err != nil {
+		if users, err = sandbox.SharedUIDPoolFor(cfg.SessionUIDs, uidsNeeded(cfg.MaxSessions)); err != nil {
 			return nil, explain(err)
 		}
 	}
@@ -277,6 +277,17 @@ func New(cfg Config) (*executor.Executor, error) {
 		MaxSessions:          cfg.MaxSessions,
 		MaxSessionsPerClient: cfg.MaxSessionsPerClient,
 	})
+}
+
+// uidsNeeded is how many session ids an executor of up to maxSessions
+// sessions needs: one per session, one per running call where calls are
+// marked with a group of their own (no cgroup), and spares for ids that
+// processes left over still hold.
+func uidsNeeded(maxSessions int) int {
+	if maxSessions <= 0 {
+		return 0 // no bound: one block
+	}
+	return 2*maxSessions + 64
 }
 
 // explain applies cfg.Explain to err.

@@ -118,7 +118,7 @@ type runnerCgroups struct {
 // cgroup afterwards, costs more than the rest of a short call's sandboxing
 // together (0.5–1 ms here); a cgroup whose processes are all gone can take
 // the next call as it is, since its limits are the same.
-const maxSpareCalls = 8
+const maxSpareCalls = 2
 
 var runnerSeq atomic.Uint64
 
