@@ -549,3 +549,53 @@ func (cc *callCgroup) hits() limitHits {
 	h.memory = h.memory || counter(cc.v1Memory, "memory.oom_control", "oom_kill") > 0
 	return h
 }
+
+// holdsAll reports whether every process the runner starts lands in its
+// directories: a v2 directory (CLONE_INTO_CGROUP) or a v1 one (joined at
+// the exec stop).
+func (rc *runnerCgroups) holdsAll() bool {
+	return rc.unified != "" || rc.v1Pids != "" || rc.v1Memory != ""
+}
+
+// killTree kills every process in the runner's directories and below and
+// waits until none is left or timeout passes; it reports whether none is.
+func (rc *runnerCgroups) killTree(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	delay := 50 * time.Microsecond
+	for {
+		left := false
+		if rc.unified != "" {
+			b, err := os.ReadFile(filepath.Join(rc.unified, "cgroup.events"))
+			if err == nil && !bytes.Contains(b, []byte("populated 0")) {
+				left = true
+				writeFile(rc.unified, "cgroup.kill", "1")
+			}
+		} else {
+			dir := rc.v1Pids
+			if dir == "" {
+				dir = rc.v1Memory
+			}
+			subs, _ := os.ReadDir(dir)
+			for _, c := range subs {
+				if !c.IsDir() {
+					continue
+				}
+				d := filepath.Join(dir, c.Name())
+				if b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs")); len(bytes.TrimSpace(b)) > 0 {
+					left = true
+					killListed(d)
+				}
+			}
+		}
+		if !left {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(delay)
+		if delay < 20*time.Millisecond {
+			delay *= 2
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -225,6 +226,21 @@ func setIDMap(fd, usernsFD int) error {
 // started in it, stopped at its exec before it runs anything, and killed
 // once the fd is open.
 func newIDMapUserns(fromUID, fromGID, toUID, toGID int) (int, error) {
+	// Under many concurrent opens the start was seen to fail now and then
+	// with EPERM, never one at a time: a few more tries, a moment apart.
+	var fd int
+	var err error
+	for try := 0; try < 5; try++ {
+		if fd, err = startIDMapHolder(fromUID, fromGID, toUID, toGID); err == nil || !errors.Is(err, unix.EPERM) {
+			return fd, err
+		}
+		time.Sleep(time.Duration(try+1) * 5 * time.Millisecond)
+	}
+	return fd, err
+}
+
+// startIDMapHolder is one try of newIDMapUserns.
+func startIDMapHolder(fromUID, fromGID, toUID, toGID int) (int, error) {
 	// /proc/self/exe works even when the binary was replaced on disk.
 	p, err := os.StartProcess("/proc/self/exe", []string{"toolwire-idmap-holder"}, &os.ProcAttr{
 		Dir: "/",

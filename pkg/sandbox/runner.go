@@ -621,7 +621,15 @@ func (r *Runner) release() {
 // session would inherit it.
 func (r *Runner) endSessionUser() {
 	uid := r.id.uid
-	gone := killAll(func(pi procInfo) bool { return pi.hasUID(uid) }, sessionEndTimeout, false)
+	var gone bool
+	if r.cg != nil && r.cg.holdsAll() {
+		// Every process of the session sits in the runner's cgroup tree,
+		// which none can leave: killing the tree ends them all, without a
+		// look at the machine's other processes.
+		gone = r.cg.killTree(sessionEndTimeout)
+	} else {
+		gone = killAll(func(pi procInfo) bool { return pi.hasUID(uid) }, sessionEndTimeout, false)
+	}
 	reapUser(uid)
 	unregisterUser(uid)
 	if !gone {
