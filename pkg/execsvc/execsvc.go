@@ -5,6 +5,7 @@
 package execsvc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -335,7 +336,14 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 		if err != nil {
 			return nil, info, err
 		}
-		tmp, err := os.MkdirTemp(cfg.TempRoot, "toolwire-"+safeName(sessionID)+"-")
+		tempRoot := cfg.TempRoot
+		if cfg.TempQuota > 0 {
+			// Where a session's mount namespace can drop the others'.
+			if tempRoot, err = sandbox.SessionTempRoot(cmp.Or(cfg.TempRoot, os.TempDir())); err != nil {
+				return nil, info, err
+			}
+		}
+		tmp, err := os.MkdirTemp(tempRoot, "toolwire-"+safeName(sessionID)+"-")
 		if err != nil {
 			return nil, info, fmt.Errorf("session scratch directory: %w", err)
 		}

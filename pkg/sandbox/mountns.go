@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -315,11 +316,69 @@ func probeSessionMounts(dir string) error {
 // by which the mount tables show them.
 const sessionTempSource = "toolwire-session-tmp"
 
+// sessionTempsName is the directory, in the temp root, that holds the
+// session temp directories with file systems of their own. It is bound
+// onto itself (once, and left so for every toolsvc of the machine), so
+// that a session's new mount namespace can drop every other session's
+// temp file system it copied with one detach of that mount.
+const sessionTempsName = "toolwire-sessions"
+
+var sessionTemps struct {
+	sync.Mutex
+	ready map[string]bool
+}
+
+// SessionTempRoot returns the directory in root (a temp root such as
+// os.TempDir()) to make session temp directories in that MountSessionTemp
+// will mount on, making it and its mount if needed. It needs root.
+func SessionTempRoot(root string) (string, error) {
+	d := filepath.Join(root, sessionTempsName)
+	sessionTemps.Lock()
+	defer sessionTemps.Unlock()
+	if sessionTemps.ready[d] {
+		return d, nil
+	}
+	if err := os.Mkdir(d, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("sandbox: session temp root: %w", err)
+	}
+	if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("sandbox: session temp root %s is not a directory", d)
+	}
+	mounted, err := isMountPoint(d)
+	if err != nil {
+		return "", err
+	}
+	if !mounted {
+		if err := unix.Mount(d, d, "", unix.MS_BIND, ""); err != nil {
+			return "", fmt.Errorf("sandbox: bind the session temp root %s onto itself: %w%s", d, err, capHint(err, "CAP_SYS_ADMIN"))
+		}
+	}
+	if sessionTemps.ready == nil {
+		sessionTemps.ready = map[string]bool{}
+	}
+	sessionTemps.ready[d] = true
+	return d, nil
+}
+
+// isMountPoint reports whether dir is the root of a mount in the calling
+// thread's mount namespace.
+func isMountPoint(dir string) (bool, error) {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_SYMLINK_NOFOLLOW, 0, &st); err != nil {
+		return false, fmt.Errorf("sandbox: %w", err)
+	}
+	if st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 {
+		return false, fmt.Errorf("sandbox: the kernel does not say whether %s is a mount point", dir)
+	}
+	return st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0, nil
+}
+
 // MountSessionTemp mounts a file system of size bytes of its own (tmpfs)
-// on dir, a session's empty temp directory, so that the session can write
-// no more than that there: a write past it fails with ENOSPC. It holds one
-// file (inode) per 16 KiB at most. The memory it takes is charged to the
-// memory bound of the session whose processes write it. It needs root.
+// on dir, a session's empty temp directory in SessionTempRoot, so that the
+// session can write no more than that there: a write past it fails with
+// ENOSPC. It holds one file (inode) per 16 KiB at most. The memory it
+// takes is charged to the memory bound of the session whose processes
+// write it. It needs root.
 func MountSessionTemp(dir string, size int64) error {
 	inodes := max(size/(16<<10), 1024)
 	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, inodes)
@@ -335,36 +394,30 @@ func UnmountSessionTemp(dir string) {
 	_ = unix.Unmount(dir, unix.MNT_DETACH)
 }
 
-// detachOtherTemps detaches, in the calling thread's new mount namespace,
-// the temp file systems of other sessions that it copied from the
-// service's, so that this session cannot reach them and they are freed
-// when their session ends.
+// detachOtherTemps drops, in the calling thread's new mount namespace, the
+// temp file systems of other sessions that it copied from the service's,
+// so that this session cannot reach them and they are freed when their
+// session ends: it keeps a copy of its own (keep), detaches the session
+// temp root with everything below it, and puts its own back. The cost
+// does not grow with the number of sessions.
 func detachOtherTemps(keep string) error {
-	f, err := os.Open("/proc/thread-self/mountinfo")
+	if keep == "" || filepath.Base(filepath.Dir(keep)) != sessionTempsName {
+		return nil
+	}
+	own, err := isMountPoint(keep)
+	if err != nil || !own {
+		return err
+	}
+	fd, err := unix.OpenTree(unix.AT_FDCWD, keep, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
-		return fmt.Errorf("sandbox: %w", err)
+		return fmt.Errorf("sandbox: copy the session's temp mount: %w", err)
 	}
-	defer f.Close()
-	var others []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		sep := slices.Index(fields, "-")
-		if sep < 5 || sep+2 >= len(fields) || fields[sep+2] != sessionTempSource {
-			continue
-		}
-		if point := unescapeMountinfo(fields[4]); point != keep {
-			others = append(others, point)
-		}
+	defer unix.Close(fd)
+	if err := unix.Unmount(filepath.Dir(keep), unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("sandbox: detach the other sessions' temp directories: %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("sandbox: read mountinfo: %w", err)
-	}
-	for _, p := range others {
-		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("sandbox: detach another session's temp directory: %w", err)
-		}
+	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, keep, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("sandbox: put the session's temp mount back: %w", err)
 	}
 	return nil
 }
