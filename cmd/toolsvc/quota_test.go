@@ -36,11 +36,20 @@ func freeBytes(t *testing.T, dir string) int64 {
 	return int64(st.Bavail) * st.Bsize
 }
 
-// sessionTemps counts the session temp file systems mounted in this
-// process's mount namespace.
-func sessionTemps() int {
+// sessionMounts counts the session temp file systems mounted under dir in
+// this process's mount namespace.
+func sessionMounts(dir string) int {
 	b, _ := os.ReadFile("/proc/self/mountinfo")
-	return bytes.Count(b, []byte(" toolwire-session-tmp "))
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		for i, x := range f {
+			if x == "-" && i+2 < len(f) && f[i+2] == "toolwire-session-tmp" && strings.HasPrefix(f[4], dir+"/") {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // TestServeDiskQuotas runs toolsvc serve as root with its root, temp and
@@ -58,7 +67,7 @@ func TestServeDiskQuotas(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mountsBefore := sessionTemps()
+	mountsBefore := sessionMounts(fs)
 	freeBefore := freeBytes(t, fs)
 	t.Setenv("TMPDIR", tmp)
 	addr, _ := startServe(t, root, "--session-dirs", "--session-temp-quota", "16M", "--session-output-quota", "8M", "--output-dir", outputs)
@@ -133,7 +142,7 @@ func TestServeDiskQuotas(t *testing.T) {
 
 	// Every session is over: their temp file systems are gone, and what is
 	// left on the test's file system is the saved outputs, within quota.
-	if n := sessionTemps(); n != mountsBefore {
+	if n := sessionMounts(fs); n != mountsBefore {
 		t.Errorf("%d session temp file systems mounted after the sessions, want %d", n, mountsBefore)
 	}
 	if lost := freeBefore - freeBytes(t, fs); lost > 3*8<<20+1<<20 {

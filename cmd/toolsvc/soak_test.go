@@ -67,8 +67,7 @@ func measure(tmp string) soakUsage {
 			}
 		}
 	}
-	b, _ := os.ReadFile("/proc/self/mountinfo")
-	u.mounts = bytes.Count(b, []byte(" toolwire-session-tmp "))
+	u.mounts = sessionMountsUnder(tmp)
 	for _, d := range []string{tmp, filepath.Join(tmp, "toolwire-sessions")} {
 		entries, _ := os.ReadDir(d)
 		for _, e := range entries {
@@ -82,6 +81,23 @@ func measure(tmp string) soakUsage {
 		u.children += len(strings.Fields(string(c)))
 	}
 	return u
+}
+
+// sessionMountsUnder counts the session temp file systems mounted under
+// dir in this process's mount namespace (other toolsvc of the machine may
+// have theirs elsewhere).
+func sessionMountsUnder(dir string) int {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		for i, x := range f {
+			if x == "-" && i+2 < len(f) && f[i+2] == "toolwire-session-tmp" && strings.HasPrefix(f[4], dir+"/") {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // soakSession is one open session of the soak.
