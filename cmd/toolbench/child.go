@@ -201,10 +201,12 @@ func (w *workDir) workspace(name string) (string, error) {
 }
 
 func (w *workDir) cleanup() error {
-	// toolsvc as root binds its session temp root onto itself and leaves
-	// it so (it is shared by every toolsvc of the machine); this one is
-	// toolbench's alone.
-	_ = syscall.Unmount(filepath.Join(w.tmp, "toolwire-sessions"), syscall.MNT_DETACH)
+	// toolsvc as root binds its session temp root onto itself and undoes
+	// it as it stops; one killed instead leaves it.
+	roots, _ := filepath.Glob(filepath.Join(w.tmp, "toolwire-sessions-*"))
+	for _, r := range roots {
+		_ = syscall.Unmount(r, syscall.MNT_DETACH)
+	}
 	if err := os.RemoveAll(w.base); err != nil {
 		return fmt.Errorf("remove %s: %w", w.base, err)
 	}

@@ -137,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	if o.scale {
-		o.scaleOpts.maxSession = o.scaleOpts.idle + max(o.scaleOpts.busy, o.scaleOpts.many) + 16
+		o.scaleOpts.maxSession = max(o.scaleOpts.idle+o.scaleOpts.busy, o.scaleOpts.many) + 16
 		progress := stderr
 		if o.quiet {
 			progress = io.Discard

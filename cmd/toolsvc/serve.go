@@ -112,6 +112,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	srv.Health.SetServingStatus(executorv1.ExecutorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
 	ex.Drain(context.Background(), *grace)
 	srv.Shutdown(5 * time.Second)
+	sandbox.ReleaseSessionTempRoots()
 	log.Info("toolsvc stopped")
 	return nil
 }

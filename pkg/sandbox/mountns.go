@@ -316,12 +316,13 @@ func probeSessionMounts(dir string) error {
 // by which the mount tables show them.
 const sessionTempSource = "toolwire-session-tmp"
 
-// sessionTempsName is the directory, in the temp root, that holds the
-// session temp directories with file systems of their own. It is bound
-// onto itself (once, and left so for every toolsvc of the machine), so
-// that a session's new mount namespace can drop every other session's
-// temp file system it copied with one detach of that mount.
-const sessionTempsName = "toolwire-sessions"
+// sessionTempsPrefix names the directory, in the temp root, that holds
+// this process's session temp directories with file systems of their own:
+// toolwire-sessions-<pid>. It is bound onto itself, so that a session's
+// new mount namespace can drop every other session's temp file system it
+// copied with one detach of that mount; ReleaseSessionTempRoots undoes
+// it.
+const sessionTempsPrefix = "toolwire-sessions-"
 
 var sessionTemps struct {
 	sync.Mutex
@@ -330,14 +331,16 @@ var sessionTemps struct {
 
 // SessionTempRoot returns the directory in root (a temp root such as
 // os.TempDir()) to make session temp directories in that MountSessionTemp
-// will mount on, making it and its mount if needed. It needs root.
+// will mount on, making it and its mount if needed, and removing those of
+// toolwire processes that are gone. It needs root.
 func SessionTempRoot(root string) (string, error) {
-	d := filepath.Join(root, sessionTempsName)
+	d := filepath.Join(root, sessionTempsPrefix+strconv.Itoa(os.Getpid()))
 	sessionTemps.Lock()
 	defer sessionTemps.Unlock()
 	if sessionTemps.ready[d] {
 		return d, nil
 	}
+	removeStaleTempRoots(root)
 	if err := os.Mkdir(d, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("sandbox: session temp root: %w", err)
 	}
@@ -358,6 +361,37 @@ func SessionTempRoot(root string) (string, error) {
 	}
 	sessionTemps.ready[d] = true
 	return d, nil
+}
+
+// ReleaseSessionTempRoots detaches and removes the session temp roots of
+// this process, once its sessions are over (at exit).
+func ReleaseSessionTempRoots() {
+	sessionTemps.Lock()
+	defer sessionTemps.Unlock()
+	for d := range sessionTemps.ready {
+		_ = unix.Unmount(d, unix.MNT_DETACH)
+		_ = os.RemoveAll(d)
+		delete(sessionTemps.ready, d)
+	}
+}
+
+// removeStaleTempRoots removes the session temp roots in root of toolwire
+// processes that died without doing so.
+func removeStaleTempRoots(root string) {
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(strings.TrimPrefix(e.Name(), sessionTempsPrefix))
+		if !strings.HasPrefix(e.Name(), sessionTempsPrefix) || err != nil || pid == os.Getpid() || !errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+			continue
+		}
+		d := filepath.Join(root, e.Name())
+		_ = unix.Unmount(d, unix.MNT_DETACH)
+		subs, _ := os.ReadDir(d)
+		for _, s := range subs {
+			_ = unix.Unmount(filepath.Join(d, s.Name()), unix.MNT_DETACH)
+		}
+		_ = os.RemoveAll(d)
+	}
 }
 
 // isMountPoint reports whether dir is the root of a mount in the calling
@@ -401,7 +435,7 @@ func UnmountSessionTemp(dir string) {
 // temp root with everything below it, and puts its own back. The cost
 // does not grow with the number of sessions.
 func detachOtherTemps(keep string) error {
-	if keep == "" || filepath.Base(filepath.Dir(keep)) != sessionTempsName {
+	if keep == "" || !strings.HasPrefix(filepath.Base(filepath.Dir(keep)), sessionTempsPrefix) {
 		return nil
 	}
 	own, err := isMountPoint(keep)
