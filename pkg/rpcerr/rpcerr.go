@@ -90,12 +90,12 @@ const (
 	// API key for the model.
 	ModelCredentialsMissing = "MODEL_CREDENTIALS_MISSING"
 	// SessionLimit (ResourceExhausted): the executor holds as many
-	// sessions as it may (toolsvc --max-sessions); metadata limit says
-	// how many. Retry later or on another executor.
+	// sessions as it may (toolsvc --max-sessions); the message says how
+	// many. Retry later or on another executor.
 	SessionLimit = "SESSION_LIMIT"
 	// ClientSessionLimit (ResourceExhausted): the client identity holds as
-	// many sessions as one may (toolsvc --max-sessions-per-client);
-	// metadata limit says how many. Close one first.
+	// many sessions as one may (toolsvc --max-sessions-per-client); the
+	// message says how many. Close one first.
 	ClientSessionLimit = "CLIENT_SESSION_LIMIT"
 )
 
