@@ -53,6 +53,13 @@ func runScale(ctx context.Context, o options, so scaleOptions, stdout, progress 
 	var rep scaleReport
 	note := func(format string, args ...any) { fmt.Fprintf(progress, "toolbench: "+format+"\n", args...) }
 
+	// First, while toolsvc is fresh: the Go heap the later figures grow
+	// is not returned to the system at once.
+	note("%d Read calls in one session", so.calls)
+	if rep.rssBefore, rep.rssAfter, err = rssAfterCalls(ctx, svc, root, so.calls); err != nil {
+		return err
+	}
+	rep.rssCalls = so.calls
 	note("%d busy Bash sessions alone for %v", so.busy, so.duration)
 	if rep.busyAlone, err = busyBash(ctx, svc, so.busy, so.duration); err != nil {
 		return err
@@ -80,11 +87,6 @@ func runScale(ctx context.Context, o options, so scaleOptions, stdout, progress 
 	}
 	note("%d direct `bash -c true` loops for %v", so.many, so.duration)
 	rep.direct = directBash(ctx, so.many, so.duration)
-	note("%d Read calls in one session", so.calls)
-	if rep.rssBefore, rep.rssAfter, err = rssAfterCalls(ctx, svc, root, so.calls); err != nil {
-		return err
-	}
-	rep.rssCalls = so.calls
 
 	fmt.Fprintf(stdout, "toolbench --scale (toolsvc --sandbox landlock, %s each, load before %s)\n", so.duration, loadAvg())
 	fmt.Fprintf(stdout, "  %3d busy Bash sessions, alone:               %8.1f calls/s\n", so.busy, rep.busyAlone)
