@@ -201,6 +201,12 @@ func (w *workDir) workspace(name string) (string, error) {
 }
 
 func (w *workDir) cleanup() error {
+	// toolsvc as root binds its session temp root onto itself and undoes
+	// it as it stops; one killed instead leaves it.
+	roots, _ := filepath.Glob(filepath.Join(w.tmp, "toolwire-sessions-*"))
+	for _, r := range roots {
+		_ = syscall.Unmount(r, syscall.MNT_DETACH)
+	}
 	if err := os.RemoveAll(w.base); err != nil {
 		return fmt.Errorf("remove %s: %w", w.base, err)
 	}
@@ -219,7 +225,7 @@ type toolsvcProc struct {
 // startToolsvc starts `toolsvc serve` on a free loopback port with the given
 // sandbox backend and workspace root, waits until its health service says
 // SERVING, and returns it with the time that took from process start.
-func startToolsvc(ctx context.Context, bin, sandbox, root string, w *workDir) (*toolsvcProc, time.Duration, error) {
+func startToolsvc(ctx context.Context, bin, sandbox, root string, w *workDir, extra ...string) (*toolsvcProc, time.Duration, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, 0, err
@@ -229,6 +235,7 @@ func startToolsvc(ctx context.Context, bin, sandbox, root string, w *workDir) (*
 	if plaintextFlag(bin) {
 		args = append(args, "--insecure") // loopback only; TLS is not what is measured
 	}
+	args = append(args, extra...)
 	env := append(os.Environ(), "TMPDIR="+w.tmp)
 	start := time.Now()
 	c, _, err := startChild("toolsvc (sandbox="+sandbox+")", bin, args, env, false)

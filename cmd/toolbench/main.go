@@ -62,6 +62,8 @@ type options struct {
 	quiet     bool
 	seed      uint64
 	only      *regexp.Regexp
+	scale     bool
+	scaleOpts scaleOptions
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -82,6 +84,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.BoolVar(&o.quiet, "q", false, "no progress notes on stderr")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the round order (0: from the clock)")
+	fs.BoolVar(&o.scale, "scale", false, "measure how one executor copes with many sessions instead: busy Bash sessions alone and beside idle ones, many busy sessions against as many direct bash loops, and toolsvc's RSS after many calls in one session")
+	fs.DurationVar(&o.scaleOpts.duration, "scale-duration", 10*time.Second, "with --scale: length of each throughput figure")
+	fs.IntVar(&o.scaleOpts.busy, "scale-busy", 10, "with --scale: busy Bash sessions of the first two figures")
+	fs.IntVar(&o.scaleOpts.idle, "scale-idle", 1000, "with --scale: idle sessions held open beside them")
+	fs.IntVar(&o.scaleOpts.many, "scale-many", 100, "with --scale: busy sessions compared with as many direct `bash -c true` loops")
+	fs.IntVar(&o.scaleOpts.calls, "scale-calls", 100000, "with --scale: Read calls of the one session after which toolsvc's RSS is read")
 	only := fs.String("only", "", "measure only the figures whose id matches this regular expression (e.g. 'bash_true/|floor_exec_bash_true$')")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -127,6 +135,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if o.scale {
+		o.scaleOpts.maxSession = max(o.scaleOpts.idle+o.scaleOpts.busy, o.scaleOpts.many) + 16
+		progress := stderr
+		if o.quiet {
+			progress = io.Discard
+		}
+		return runScale(ctx, o, o.scaleOpts, stdout, progress)
 	}
 	p := plan{n: o.n, warm: o.warm, rounds: o.rounds, streamN: o.streamN, startN: o.startN,
 		rng: rand.New(rand.NewPCG(o.seed, o.seed>>1|1)), progress: stderr}

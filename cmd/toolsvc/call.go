@@ -129,6 +129,7 @@ Flags:
 		if err != nil {
 			return err
 		}
+		defer sandbox.ReleaseSessionTempRoots() // after Close: the sessions are over
 		defer ex.Close()
 		client = ex.Client()
 	} else {

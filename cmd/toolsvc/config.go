@@ -97,6 +97,12 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		mcpMaxOutput  = fs.Int("mcp-max-output-tokens", envInt("MAX_MCP_OUTPUT_TOKENS", mcpclient.DefaultMaxOutputTokens), "largest MCP tool output, in tokens of 4 characters, before it is cut and saved to a file (env MAX_MCP_OUTPUT_TOKENS)")
 		outputDir     = fs.String("output-dir", defaultOutputDir(), "where each session's saved outputs (full output of a shortened result, background shells' output) are kept, in a directory per session id, after the session ends, so a conversation resumed under the same id still finds them (empty: removed with the session)")
 		outputKeep    = fs.Duration("output-retention", 24*time.Hour, "how long saved outputs are kept after their session ended (0: removed with the session)")
+		sessProcs     = fs.Int("session-processes", sandbox.DefaultSessionTasks, "tasks (processes and threads) each session may have at once, all its calls together; a call that reaches it is killed and its result says so (0: no bound of its own; the sessions together stay below toolsvc's cgroup limit less a reserve for toolsvc)")
+		sessMemory    = sizeFlag(fs, "session-memory", sandbox.DefaultSessionMemory, "memory each session's processes may use together, e.g. 2G or 512M; past it the kernel ends one of them and the call's result says so (0: no bound of its own)")
+		tempQuota     = sizeFlag(fs, "session-temp-quota", defaultTempQuota, "size of each session's temp directory (TMPDIR and HOME of its processes), a file system of its own when toolsvc runs as root: writes past it fail with ENOSPC (0: none, the temp directory shares toolsvc's disk)")
+		outputQuota   = sizeFlag(fs, "session-output-quota", defaultOutputQuota, "bytes of saved outputs (whole outputs of shortened results, background commands' output) each session may leave over its life; past it an output is not saved, and a background command's output stops and the command is killed (0: unlimited)")
+		maxSessions   = fs.Int("max-sessions", defaultMaxSessions, "most sessions the executor holds at once; further opens get RESOURCE_EXHAUSTED (0: no limit). It sizes toolsvc's reserve of tasks and memory, the session id pool and the open-file limit")
+		maxPerClient  = fs.Int("max-sessions-per-client", 0, "most sessions one client may hold at once (client certificate subject with mutual TLS, else the peer's IP address; all unix-socket clients are one); further opens get RESOURCE_EXHAUSTED (0: no limit)")
 		traceContent  = fs.Bool("trace-content", envBool(executor.TraceContentEnv), "record tool inputs and results (cut to 8 KiB) on the run_tool spans; they may hold secrets (env "+executor.TraceContentEnv+")")
 		readOnly      dirsFlag
 		readWrite     dirsFlag
@@ -141,6 +147,7 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		for name, negative := range map[string]bool{
 			"--limit-cpu": *cpuTime < 0, "--limit-memory": *memory < 0, "--limit-processes": *processes < 0,
 			"--limit-file-size": *fileSize < 0, "--limit-open-files": *openFiles < 0,
+			"--session-processes": *sessProcs < 0, "--max-sessions": *maxSessions < 0, "--max-sessions-per-client": *maxPerClient < 0,
 		} {
 			if negative {
 				return execsvc.Config{}, fmt.Errorf("%s must not be negative (0: unlimited)", name)
@@ -192,10 +199,14 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 				// WebFetch's own limit, not the Bash ones above.
 				WebFetchTimeout: *fetchTimeout,
 			},
-			MaxConcurrency:    *maxConc,
-			Retention:         *retention,
-			PermissionTimeout: *permTimeout,
-			Version:           version,
+			MaxConcurrency:       *maxConc,
+			MaxSessions:          *maxSessions,
+			MaxSessionsPerClient: *maxPerClient,
+			TempQuota:            *tempQuota,
+			OutputQuota:          *outputQuota,
+			Retention:            *retention,
+			PermissionTimeout:    *permTimeout,
+			Version:              version,
 			Sandbox: sandbox.Config{
 				Backend:   *backend,
 				Network:   *network,
@@ -204,6 +215,7 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 					CPUTime: *cpuTime, Memory: *memory, Processes: *processes,
 					FileSize: *fileSize, OpenFiles: *openFiles,
 				},
+				Session:        sandbox.SessionBounds{Processes: *sessProcs, Memory: *sessMemory},
 				ReadOnlyPaths:  sysReadPaths,
 				ReadWritePaths: sysWritePaths,
 			},
@@ -236,9 +248,61 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		}
 		if inProcess && *profile == "development" {
 			cfg = embedded.Local(cfg)
+			// Your own machine: no session bounds unless you ask.
+			if !isSet(fs, "session-processes") {
+				cfg.Sandbox.Session.Processes = 0
+			}
+			if !isSet(fs, "session-memory") {
+				cfg.Sandbox.Session.Memory = 0
+			}
+			if !isSet(fs, "session-temp-quota") {
+				cfg.TempQuota = 0
+			}
+			if !isSet(fs, "session-output-quota") {
+				cfg.OutputQuota = 0
+			}
 		}
 		return cfg, nil
 	}
+}
+
+// Defaults of the session bounds: hundreds of sessions fit a 2-CPU,
+// 24 GiB host; a temp directory's file system is memory, charged to its
+// session's memory bound.
+const (
+	defaultMaxSessions = 1000
+	defaultTempQuota   = 512 << 20
+	defaultOutputQuota = 256 << 20
+)
+
+// byteSize is a flag of a size in bytes that takes units (2G, 512M).
+type byteSize struct{ n *int64 }
+
+func (b byteSize) String() string {
+	if b.n == nil {
+		return ""
+	}
+	if *b.n == 0 {
+		return "0"
+	}
+	return strings.ReplaceAll(sandbox.FormatBytes(*b.n), " ", "")
+}
+
+func (b byteSize) Set(v string) error {
+	n, err := sandbox.ParseBytes(v)
+	if err != nil {
+		return err
+	}
+	*b.n = n
+	return nil
+}
+
+// sizeFlag registers a byteSize flag.
+func sizeFlag(fs *flag.FlagSet, name string, def int64, usage string) *int64 {
+	n := new(int64)
+	*n = def
+	fs.Var(byteSize{n}, name, usage)
+	return n
 }
 
 // defaultOutputDir is --output-dir's default: a directory of the invoking

@@ -269,38 +269,3 @@ func TestNewWorkspaceAndFilesBelongToTheToolUser(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// Tool processes inherit the per-user process limit serve sets as root: a
-// fork bomb ends in its call's timeout with the shell's fork errors, and the
-// executor goes on serving.
-func TestServeLimitsProcessesPerToolUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the limit is set only when toolsvc runs as root")
-	}
-	root := sandboxtest.Dir(t)
-	addr, _ := startServe(t, root, "--session-processes", "40")
-	call := func(id, command string, timeoutMS int) toolResult {
-		in := fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"Bash","input":{"command":%q,"timeout":%d}}`, id, command, timeoutMS)
-		rs := runCall(t, in, "--insecure", "--addr", addr)
-		if len(rs) != 1 {
-			t.Fatalf("%s: %d results", id, len(rs))
-		}
-		return rs[0]
-	}
-	if r := call("limit", "ulimit -u", 10000); r.Content != "40" {
-		t.Fatalf("ulimit -u in a tool: %v, want 40", r.Content)
-	}
-	bomb := call("bomb", "for i in $(seq 100); do sleep 60 & done; wait", 3000)
-	text, _ := bomb.Content.(string)
-	if bomb.IsError == nil || !*bomb.IsError || !strings.Contains(text, "Resource temporarily unavailable") {
-		t.Fatalf("fork bomb: is_error %v, content %q; want the shell's fork errors", bomb.IsError, text)
-	}
-	if r := call("after", "echo still serving", 10000); r.Content != "still serving" {
-		t.Fatalf("after the bomb: %v", r.Content)
-	}
-	for _, p := range sandboxtest.Descendants() {
-		if strings.Contains(p, "sleep") {
-			t.Errorf("bomb process still running after its call: %s", p)
-		}
-	}
-}

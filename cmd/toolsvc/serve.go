@@ -28,7 +28,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	config := executorFlags(fs, false)
-	sessionProcs := fs.Uint64("session-processes", sandbox.DefaultSessionProcesses, "processes each tool user (each session's, with --session-uids) may have at once, fork bombs included (RLIMIT_NPROC, inherited by every tool process; set only when toolsvc runs as root; never raised above what toolsvc was started with; 0: leave it)")
 	security := rpcauth.RegisterServerFlags(fs)
 	var mcpConfigs listFlag
 	fs.Var(&mcpConfigs, "mcp-config", `MCP servers every session gets and cannot remove, as JSON or a file in Claude Code's shape ({"mcpServers": {...}}); ${VAR} is expanded from toolsvc's environment (repeatable)`)
@@ -63,13 +62,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := sandbox.BecomeSubreaper(); err != nil {
 		return fmt.Errorf("become child subreaper: %w", err)
 	}
-	if os.Geteuid() == 0 {
-		n, err := sandbox.LimitUserProcesses(*sessionProcs)
-		if err != nil {
-			return fmt.Errorf("--session-processes: %w", err)
-		}
-		log.Info("processes per tool user", "limit", n)
+	nofile, fitted, err := raiseOpenFiles(cfg.MaxSessions, !isSet(fs, "max-sessions"))
+	if err != nil {
+		return err
 	}
+	if fitted != cfg.MaxSessions {
+		log.Warn("fewer sessions than the default: the open-file limit cannot be raised for more", "max_sessions", fitted, "default", cfg.MaxSessions, "open_files", nofile)
+		cfg.MaxSessions = fitted
+	}
+	log.Info("open files", "limit", nofile, "max_sessions", cfg.MaxSessions)
 	secure, err := security.ServerOptions(*listen)
 	if err != nil {
 		return err
@@ -77,6 +78,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	ex, err := execsvc.New(cfg)
 	if err != nil {
 		return err
+	}
+	if n := cfg.Sandbox.Session.Processes; n > 0 && os.Geteuid() == 0 && !sandbox.ProcessBoundsAvailable() {
+		// No pids controller to bound sessions with: the per-user process
+		// limit, inherited by every tool process, is the fallback.
+		lim, err := sandbox.LimitUserProcesses(uint64(n))
+		if err != nil {
+			ex.Close()
+			return fmt.Errorf("--session-processes: %w", err)
+		}
+		log.Warn("no cgroup pids controller: processes are bounded per tool user instead of per session", "limit", lim)
 	}
 	lis, err := rpcserver.Listen(*listen)
 	if err != nil {
@@ -101,6 +112,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	srv.Health.SetServingStatus(executorv1.ExecutorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
 	ex.Drain(context.Background(), *grace)
 	srv.Shutdown(5 * time.Second)
+	sandbox.ReleaseSessionTempRoots()
 	log.Info("toolsvc stopped")
 	return nil
 }

@@ -216,7 +216,9 @@ func TestServeSessionUIDsRunOut(t *testing.T) {
 	dir := rootOwnedDir(t)
 	// The first session's Bash outlives its client (a broken stream keeps
 	// the session): no grace for it when the server stops.
-	addr, _ := startServe(t, dir, "--session-dirs", "--session-uids", fmt.Sprintf("%d-%d", id, id), "--grace", "0s")
+	// --max-sessions 0: no bound, so that a range of one id is not refused
+	// at start as too small for the default --max-sessions.
+	addr, _ := startServe(t, dir, "--session-dirs", "--session-uids", fmt.Sprintf("%d-%d", id, id), "--grace", "0s", "--max-sessions", "0")
 
 	// The first session holds the id while its Bash runs.
 	first := exec.Command(toolsvcBin, "call", "--insecure", "--addr", addr, "--session", "first")

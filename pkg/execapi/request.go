@@ -20,6 +20,11 @@ type OpenRequest struct {
 	Settings settings.Settings
 	// ClientName and ClientVersion identify the client in logs.
 	ClientName, ClientVersion string
+	// ClientIdentity is who opens the session as the transport knows it
+	// (a client certificate's subject, the peer's address): the executor
+	// bounds the sessions of each identity (executor.Config
+	// MaxSessionsPerClient). Empty counts as one identity of its own.
+	ClientIdentity string
 	// MCPServers are the session's own MCP servers. A client expands
 	// ${VAR} in them (mcpclient.Servers.Expand) from its own environment
 	// before: the executor does not.

@@ -40,6 +40,10 @@ func toStatus(err error, kv ...string) error {
 	switch {
 	case errors.Is(err, executor.ErrDraining):
 		code, reason = codes.Unavailable, rpcerr.Draining
+	case errors.Is(err, executor.ErrSessionLimit):
+		code, reason = codes.ResourceExhausted, rpcerr.SessionLimit
+	case errors.Is(err, executor.ErrClientSessionLimit):
+		code, reason = codes.ResourceExhausted, rpcerr.ClientSessionLimit
 	case errors.Is(err, executor.ErrSessionExists):
 		code, reason = codes.AlreadyExists, rpcerr.SessionExists
 	case errors.Is(err, executor.ErrSessionNotFound):

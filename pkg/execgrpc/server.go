@@ -74,14 +74,15 @@ func (s *Server) Execute(stream executorv1.ExecutorService_ExecuteServer) error 
 			return toStatus(fmt.Errorf("%w: %w", executor.ErrInvalidSettings, err), "session_id", o.GetSessionId(), "field", "settings")
 		}
 		sess, err = s.ex.Open(ctx, executor.OpenRequest{
-			Settings:      set,
-			SessionID:     o.GetSessionId(),
-			Workspace:     o.GetWorkspace(),
-			Options:       OptionsFromProto(o.GetOptions()),
-			ClientName:    o.GetClientName(),
-			ClientVersion: o.GetClientVersion(),
-			MCPServers:    MCPServersFromProto(o.GetMcpServers()),
-			Tools:         toolSetFromProto(o.GetTools()),
+			Settings:       set,
+			SessionID:      o.GetSessionId(),
+			Workspace:      o.GetWorkspace(),
+			Options:        OptionsFromProto(o.GetOptions()),
+			ClientName:     o.GetClientName(),
+			ClientVersion:  o.GetClientVersion(),
+			ClientIdentity: clientIdentity(ctx),
+			MCPServers:     MCPServersFromProto(o.GetMcpServers()),
+			Tools:          toolSetFromProto(o.GetTools()),
 		})
 	case *executorv1.ExecuteRequest_Resume:
 		resumed, after = true, m.Resume.GetLastSequence()

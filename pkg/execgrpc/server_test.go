@@ -2,6 +2,7 @@ package execgrpc_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -211,6 +212,43 @@ func TestDuplicateToolUseRunsOnce(t *testing.T) {
 	}
 	if n := h.tool.runCount("x"); n != 1 {
 		t.Fatalf("ran %d times", n)
+	}
+}
+
+// A session keeps the last 1,000 finished calls whole and only the ids of
+// older ones: a repeated id of an old call runs nothing and gets an error
+// result that says it ran, and the session does not hold what every call
+// returned.
+func TestDuplicateOfAnOldCallRunsOnce(t *testing.T) {
+	h := newHarness(t, executor.Config{})
+	s := h.open(&executorv1.SessionOptions{ResultOrder: executorv1.ResultOrder_RESULT_ORDER_COMPLETION})
+	const calls = 1100
+	for i := range calls {
+		s.use(fmt.Sprintf("c%d", i), fmt.Sprintf("m%d", i), `{"output":"x"}`)
+		s.results(1)
+	}
+	s.use("c0", "again", `{"output":"twice"}`)
+	var dup bool
+	var second *executorv1.Result
+	s.until(func(ev *executorv1.ExecuteResponse) bool {
+		if a := ev.GetAccepted(); a != nil {
+			dup = a.GetDuplicate()
+		}
+		second = ev.GetResult()
+		return second != nil
+	})
+	if !dup || !second.GetIsError() || !strings.Contains(text(second), "already ran earlier in this session") {
+		t.Fatalf("duplicate of an old call: accepted dup=%v result %v %q", dup, second.GetIsError(), text(second))
+	}
+	if n := h.tool.runCount("c0"); n != 1 {
+		t.Fatalf("c0 ran %d times", n)
+	}
+	// A recent one still gets its first Result again.
+	s.use(fmt.Sprintf("c%d", calls-1), "again2", `{"output":"twice"}`)
+	var third *executorv1.Result
+	s.until(func(ev *executorv1.ExecuteResponse) bool { third = ev.GetResult(); return third != nil })
+	if third.GetIsError() || strings.Contains(text(third), "already ran") {
+		t.Fatalf("duplicate of a recent call: %v %q", third.GetIsError(), text(third))
 	}
 }
 

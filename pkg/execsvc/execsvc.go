@@ -10,6 +10,7 @@
 package execsvc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,14 +84,38 @@ type Config struct {
 	// may read them, not change them. Empty keeps them in the session's
 	// scratch directory, removed with the session.
 	OutputRoot string
+	// TempQuota, when above 0, gives each session's temp directory a file
+	// system of that many bytes of its own (a tmpfs, charged to the
+	// session's memory bound), so that a session cannot fill the disk
+	// through it: writes past it fail with ENOSPC, and the result of a
+	// command that failed with it full says so. It needs root; without,
+	// it is left out (and logged).
+	TempQuota int64
+	// OutputQuota, when above 0, bounds the bytes of the outputs saved for
+	// each session over its life (whole outputs of shortened results,
+	// background commands' output files): past it a whole output is not
+	// saved, and a background command's output stops and the command is
+	// killed, each saying so.
+	OutputQuota int64
 	// OutputRetention is how long the outputs of a session that ended are
 	// kept in OutputRoot (checked as sessions open). Zero keeps them until
 	// whoever owns OutputRoot removes them: orchestrator -p points it at
 	// its sessions directory and removes a conversation's outputs with the
 	// conversation.
 	OutputRetention time.Duration
-	// Sandbox configures process confinement.
+	// Sandbox configures process confinement. Its Session bounds are what
+	// each session may use at most; New lowers them to what all sessions
+	// together may use (see sandbox.PlanSessions).
 	Sandbox sandbox.Config
+	// MaxSessions is the most sessions the executor holds at once; 0 means
+	// no limit. With session bounds it sizes the service's reserve: all
+	// sessions together get what toolsvc's own cgroup allows less what
+	// toolsvc keeps for itself.
+	MaxSessions int
+	// MaxSessionsPerClient bounds the sessions of one client identity (a
+	// client certificate's subject, or the peer's address); 0 means no
+	// bound.
+	MaxSessionsPerClient int
 	// SessionUIDs, when not zero, gives each session a user of its own
 	// from this range (see sandbox.Config.SessionUser), so that sessions
 	// cannot see, signal or trace each other's processes or read each
@@ -205,6 +230,21 @@ func New(cfg Config) (*executor.Executor, error) {
 	if err := sandbox.Check(res.sandbox); err != nil {
 		return nil, explain(err)
 	}
+	if b := res.sandbox.Session; b != (sandbox.SessionBounds{}) {
+		plan, err := sandbox.PlanSessions(cfg.MaxSessions, b)
+		if err != nil {
+			return nil, explain(err)
+		}
+		res.sandbox.Session = plan.PerSession
+		sandbox.UseSessionTotal(plan.Total)
+		if cfg.Logger != nil {
+			cfg.Logger.Info("session bounds",
+				"processes_per_session", plan.PerSession.Processes, "memory_per_session", sandbox.FormatBytes(plan.PerSession.Memory),
+				"processes_all_sessions", plan.Total.Processes, "memory_all_sessions", sandbox.FormatBytes(plan.Total.Memory),
+				"tasks_allowed", plan.Capacity.Tasks, "tasks_from", plan.Capacity.TasksFrom,
+				"memory_allowed", sandbox.FormatBytes(plan.Capacity.Memory), "memory_from", plan.Capacity.MemoryFrom)
+		}
+	}
 	var users *sandbox.UIDPool
 	if !cfg.SessionUIDs.IsZero() {
 		if cfg.Sandbox.RunAsUser != "" {
@@ -214,9 +254,15 @@ func New(cfg Config) (*executor.Executor, error) {
 		if err := sandbox.CheckSessionUsers(root); err != nil {
 			return nil, explain(err)
 		}
-		if users, err = sandbox.SharedUIDPool(cfg.SessionUIDs); err != nil {
+		if users, err = sandbox.SharedUIDPoolFor(cfg.SessionUIDs, uidsNeeded(cfg.MaxSessions)); err != nil {
 			return nil, explain(err)
 		}
+	}
+	if cfg.TempQuota > 0 && os.Geteuid() != 0 {
+		if cfg.Logger != nil {
+			cfg.Logger.Info("session temp directories get no quota of their own: mounting one needs root", "quota", sandbox.FormatBytes(cfg.TempQuota))
+		}
+		cfg.TempQuota = 0
 	}
 	var outputs *outputStore
 	if cfg.OutputRoot != "" {
@@ -225,18 +271,31 @@ func New(cfg Config) (*executor.Executor, error) {
 		}
 	}
 	return executor.New(executor.Config{
-		Tools:             Tools(),
-		NewEnv:            envFactory(cfg, res, users, outputs),
-		Limits:            cfg.Limits,
-		MaxConcurrency:    cfg.MaxConcurrency,
-		Retention:         cfg.Retention,
-		TraceContent:      cfg.TraceContent,
-		PermissionTimeout: cfg.PermissionTimeout,
-		Operator:          cfg.Operator,
-		Version:           cfg.Version,
-		Logger:            cfg.Logger,
-		MCP:               cfg.MCP,
+		Tools:                Tools(),
+		NewEnv:               envFactory(cfg, res, users, outputs),
+		Limits:               cfg.Limits,
+		MaxConcurrency:       cfg.MaxConcurrency,
+		Retention:            cfg.Retention,
+		TraceContent:         cfg.TraceContent,
+		PermissionTimeout:    cfg.PermissionTimeout,
+		Operator:             cfg.Operator,
+		Version:              cfg.Version,
+		Logger:               cfg.Logger,
+		MCP:                  cfg.MCP,
+		MaxSessions:          cfg.MaxSessions,
+		MaxSessionsPerClient: cfg.MaxSessionsPerClient,
 	})
+}
+
+// uidsNeeded is how many session ids an executor of up to maxSessions
+// sessions needs: one per session, one per running call where calls are
+// marked with a group of their own (no cgroup), and spares for ids that
+// processes left over still hold.
+func uidsNeeded(maxSessions int) int {
+	if maxSessions <= 0 {
+		return 0 // no bound: one block
+	}
+	return 2*maxSessions + 64
 }
 
 // explain applies cfg.Explain to err.
@@ -288,11 +347,24 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 		if err != nil {
 			return nil, info, err
 		}
-		tmp, err := os.MkdirTemp(cfg.TempRoot, "toolwire-"+safeName(sessionID)+"-")
+		tempRoot := cfg.TempRoot
+		if cfg.TempQuota > 0 {
+			// Where a session's mount namespace can drop the others'.
+			if tempRoot, err = sandbox.SessionTempRoot(cmp.Or(cfg.TempRoot, os.TempDir())); err != nil {
+				return nil, info, err
+			}
+		}
+		tmp, err := os.MkdirTemp(tempRoot, "toolwire-"+safeName(sessionID)+"-")
 		if err != nil {
 			return nil, info, fmt.Errorf("session scratch directory: %w", err)
 		}
 		cleanup = append(cleanup, func() { _ = os.RemoveAll(tmp) })
+		if cfg.TempQuota > 0 {
+			if err := sandbox.MountSessionTemp(tmp, cfg.TempQuota); err != nil {
+				return nil, info, err
+			}
+			cleanup = append(cleanup, func() { sandbox.UnmountSessionTemp(tmp) })
+		}
 		outDir := filepath.Join(tmp, "outputs")
 		readOnly := res.fileRO
 		releaseOutputs := func() {}
@@ -339,16 +411,18 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 			proxy = serveEgress(ln, policy, cfg.Logger, sessionID)
 		}
 		env := &tool.Env{
-			SessionID: sessionID,
-			Files:     ws,
-			AddDirs:   cfg.AddDirs,
-			Procs:     runner,
-			Egress:    proxy,
-			Web:       webPolicy,
-			TempDir:   tmp,
-			OutputDir: outDir,
-			Limits:    cfg.Limits.WithDefaults(),
-			Reads:     tool.NewFileState(),
+			SessionID:   sessionID,
+			Files:       ws,
+			AddDirs:     cfg.AddDirs,
+			Procs:       runner,
+			Egress:      proxy,
+			Web:         webPolicy,
+			TempDir:     tmp,
+			OutputDir:   outDir,
+			TempQuota:   cfg.TempQuota,
+			OutputQuota: tool.NewByteQuota("saved-output quota", cfg.OutputQuota),
+			Limits:      cfg.Limits.WithDefaults(),
+			Reads:       tool.NewFileState(),
 		}
 		// Registered first, so it runs last: after tools' own cleanup.
 		env.OnClose(func() {
@@ -357,6 +431,9 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 			}
 			runner.Close()
 			_ = ws.Close()
+			if cfg.TempQuota > 0 {
+				sandbox.UnmountSessionTemp(tmp)
+			}
 			_ = os.RemoveAll(tmp)
 			releaseOutputs()
 		})

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +45,12 @@ var (
 	// used (outside the root, or not a directory that can be made). An
 	// EnvFactory wraps it; Open's error then wraps ErrSessionSetup too.
 	ErrInvalidWorkspace = errors.New("invalid workspace")
+	// ErrSessionLimit: the executor holds as many sessions as it may
+	// (Config.MaxSessions).
+	ErrSessionLimit = errors.New("session limit reached")
+	// ErrClientSessionLimit: the client identity holds as many sessions as
+	// one may (Config.MaxSessionsPerClient).
+	ErrClientSessionLimit = errors.New("session limit of the client reached")
 )
 
 // EnvFactory builds the tool environment of a new session: its workspace,
@@ -93,6 +100,14 @@ type Config struct {
 	TraceContent bool
 	// MCP configures the MCP servers of sessions.
 	MCP MCPConfig
+	// MaxSessions bounds the sessions held at once, those being opened and
+	// those kept for resume included; 0 means no bound. Open fails with
+	// ErrSessionLimit past it.
+	MaxSessions int
+	// MaxSessionsPerClient bounds the sessions of one client identity
+	// (OpenRequest.ClientIdentity); 0 means no bound. Open fails with
+	// ErrClientSessionLimit past it.
+	MaxSessionsPerClient int
 }
 
 // MCPConfig is the operator's MCP configuration.
@@ -116,6 +131,7 @@ type Executor struct {
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[string]*Session
+	clients  map[string]int // sessions of each client identity
 	draining bool
 }
 
@@ -149,7 +165,7 @@ func New(cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Executor{cfg: cfg, tools: tools, log: cfg.Logger, tel: tel, sessions: make(map[string]*Session)}, nil
+	return &Executor{cfg: cfg, tools: tools, log: cfg.Logger, tel: tel, sessions: make(map[string]*Session), clients: make(map[string]int)}, nil
 }
 
 // Tools returns the specs of the tools offered to the model, sorted by name.
@@ -249,14 +265,22 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 	case e.sessions[id] != nil:
 		e.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrSessionExists, id)
+	case e.cfg.MaxSessions > 0 && len(e.sessions) >= e.cfg.MaxSessions:
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: the executor holds %d sessions, its most; close one, or open it on another executor", ErrSessionLimit, e.cfg.MaxSessions)
+	case e.cfg.MaxSessionsPerClient > 0 && e.clients[req.ClientIdentity] >= e.cfg.MaxSessionsPerClient:
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s holds %d sessions, the most one client may; close one first", ErrClientSessionLimit, clientName(req.ClientIdentity), e.cfg.MaxSessionsPerClient)
 	}
 	// Reserve the id while the environment is built.
 	e.sessions[id] = nil
+	e.clients[req.ClientIdentity]++
 	e.mu.Unlock()
 
 	release := func() {
 		e.mu.Lock()
 		delete(e.sessions, id)
+		e.dropClientLocked(req.ClientIdentity)
 		e.mu.Unlock()
 	}
 	g, err := newGate(e.cfg.Operator, req.Settings)
@@ -286,6 +310,7 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 	}
 	s := &Session{
 		id:        id,
+		client:    req.ClientIdentity,
 		ex:        e,
 		env:       env,
 		opts:      opts,
@@ -295,6 +320,7 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 		out:       newOutbox(e.cfg.Limits.ProgressInterval),
 		log:       e.log.With("session_id", id),
 		calls:     make(map[string]*call),
+		ran:       make(map[string]string),
 		order:     make(map[string]*messageOrder),
 		errored:   make(map[string]string),
 		decisions: make(map[string]chan PermissionDecision),
@@ -307,6 +333,21 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 	e.mu.Unlock()
 	s.log.Info("session opened", "client", req.ClientName, "client_version", req.ClientVersion, "workspace", env.Files.Dir())
 	return s, nil
+}
+
+// dropClientLocked counts one session of client less.
+func (e *Executor) dropClientLocked(client string) {
+	if e.clients[client]--; e.clients[client] <= 0 {
+		delete(e.clients, client)
+	}
+}
+
+// clientName names a client identity in messages.
+func clientName(id string) string {
+	if id == "" {
+		return "the client"
+	}
+	return "client " + strconv.Quote(id)
 }
 
 // Session returns the live session with id.
@@ -324,6 +365,7 @@ func (e *Executor) forget(s *Session) {
 	e.mu.Lock()
 	if e.sessions[s.id] == s {
 		delete(e.sessions, s.id)
+		e.dropClientLocked(s.client)
 	}
 	e.mu.Unlock()
 }

@@ -47,6 +47,10 @@ type call struct {
 	backgrounded bool
 }
 
+// keepFinishedCalls is how many finished calls a session keeps whole, for
+// a repeated tool_use id to get the first's Result again.
+const keepFinishedCalls = 1000
+
 // messageOrder holds back Results of one assistant message until the ones
 // before them are out.
 type messageOrder struct {
@@ -58,6 +62,7 @@ type messageOrder struct {
 // Session is one conversation's tool-call pipeline.
 type Session struct {
 	id      string
+	client  string // the client identity that opened it
 	ex      *Executor
 	env     *tool.Env
 	opts    SessionOptions
@@ -74,8 +79,14 @@ type Session struct {
 	toolsMu  sync.RWMutex // guards mcpTools
 	mcpTools map[string]*registered
 
-	mu        sync.Mutex // guards the fields below
-	calls     map[string]*call
+	mu    sync.Mutex // guards the fields below
+	calls map[string]*call
+	// finished lists the calls of calls that have their Result, oldest
+	// first; past keepFinishedCalls the oldest leave calls for ran, which
+	// keeps their id and tool name only, so that a session's memory is
+	// bounded by its live calls and a window, not its history.
+	finished  []string
+	ran       map[string]string
 	order     map[string]*messageOrder
 	errored   map[string]string // assistant message id → id of its failed Bash call
 	decisions map[string]chan PermissionDecision
@@ -109,6 +120,16 @@ func (s *Session) Submit(ctx context.Context, use ToolUse) error {
 	if s.closed {
 		s.mu.Unlock()
 		return ErrSessionClosed
+	}
+	if name, dup := s.ran[use.ID]; dup {
+		s.mu.Unlock()
+		_, span := s.ex.tel.startCall(ctx, s.id, use, now, true)
+		s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID, Duplicate: true}})
+		cr := &CallResult{ToolUseID: use.ID, ToolName: name, ReceivedAt: now, FinishedAt: now,
+			Result: tool.UseError(tool.OutcomeInvalidInput, "This tool_use id already ran earlier in this session; its result was sent then.")}
+		s.ex.tel.endCall(span, cr)
+		s.out.push(&Event{Time: now, Result: cr})
+		return nil
 	}
 	if first, dup := s.calls[use.ID]; dup {
 		s.mu.Unlock()
@@ -331,6 +352,15 @@ func (s *Session) finish(c *call, started time.Time, res *tool.Result) {
 	s.mu.Lock()
 	c.result = cr
 	close(c.done)
+	s.finished = append(s.finished, c.use.ID)
+	if len(s.finished) > keepFinishedCalls {
+		old := s.finished[0]
+		s.finished = s.finished[1:]
+		if oc := s.calls[old]; oc != nil && oc.result != nil {
+			s.ran[old] = oc.result.ToolName
+			delete(s.calls, old)
+		}
+	}
 	s.mu.Unlock()
 	// The failed call's Result goes out before its siblings are stopped, so
 	// that in completion order the cause comes before its effects.
@@ -360,6 +390,11 @@ func (s *Session) emit(c *call, ev *Event) {
 		o.ids[o.next] = ""
 		o.next++
 		s.out.push(next)
+	}
+	if o.next == len(o.ids) {
+		// Every Result of the message is out: a later tool_use of it
+		// starts a new order.
+		delete(s.order, c.use.MessageID)
 	}
 }
 

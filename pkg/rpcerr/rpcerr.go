@@ -98,6 +98,14 @@ const (
 	// (--require-sandbox, SessionConfig.require_sandbox); metadata missing
 	// lists the requirements not met, comma-separated.
 	SandboxRequirementUnmet = "SANDBOX_REQUIREMENT_UNMET"
+	// SessionLimit (ResourceExhausted): the executor holds as many
+	// sessions as it may (toolsvc --max-sessions); the message says how
+	// many. Retry later or on another executor.
+	SessionLimit = "SESSION_LIMIT"
+	// ClientSessionLimit (ResourceExhausted): the client identity holds as
+	// many sessions as one may (toolsvc --max-sessions-per-client); the
+	// message says how many. Close one first.
+	ClientSessionLimit = "CLIENT_SESSION_LIMIT"
 )
 
 // Reasons of authentication (all Unauthenticated).

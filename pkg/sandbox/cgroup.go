@@ -22,6 +22,8 @@ type cgroupMounts struct {
 	unified  string // own cgroup v2 directory, "" if none
 	v1Pids   string // own cgroup v1 pids directory, "" if none
 	v1Memory string // own cgroup v1 memory directory, "" if none
+	// Mount points of the hierarchies above.
+	unifiedRoot, v1PidsRoot, v1MemoryRoot string
 }
 
 // findCgroups locates the service's own cgroup directories from
@@ -73,18 +75,18 @@ func findCgroups() cgroupMounts {
 		switch fstype {
 		case "cgroup2":
 			if p, ok := own[""]; ok && m.unified == "" {
-				m.unified = dir(p)
+				m.unified, m.unifiedRoot = dir(p), point
 			}
 		case "cgroup":
 			for _, o := range strings.Split(opts, ",") {
 				switch o {
 				case "pids":
 					if p, ok := own["pids"]; ok && m.v1Pids == "" {
-						m.v1Pids = dir(p)
+						m.v1Pids, m.v1PidsRoot = dir(p), point
 					}
 				case "memory":
 					if p, ok := own["memory"]; ok && m.v1Memory == "" {
-						m.v1Memory = dir(p)
+						m.v1Memory, m.v1MemoryRoot = dir(p), point
 					}
 				}
 			}
@@ -94,14 +96,18 @@ func findCgroups() cgroupMounts {
 }
 
 // runnerCgroups are a runner's own directories, one per usable hierarchy.
+// They carry the session's bounds; each call gets directories below them.
 type runnerCgroups struct {
 	name     string // toolwire-<pid>-<n>, the marker in /proc/<pid>/cgroup
 	unified  string // kill via cgroup.kill; "" when unavailable
-	v2Memory bool   // memory controller enabled below unified
-	v2Pids   bool   // pids controller enabled below unified
+	v2Memory bool   // memory controller enabled below unified (per-call limit)
+	v2Pids   bool   // pids controller enabled below unified (per-call limit)
 	v1Pids   string
 	v1Memory string
-	seq      atomic.Uint64
+	// bound: the session bounds the directories enforce (zero fields:
+	// not enforced, for want of a controller or because none was asked).
+	bound SessionBounds
+	seq   atomic.Uint64
 
 	spareMu sync.Mutex    // guards spares
 	spares  []*callCgroup // empty call directories ready for the next calls
@@ -112,7 +118,7 @@ type runnerCgroups struct {
 // cgroup afterwards, costs more than the rest of a short call's sandboxing
 // together (0.5–1 ms here); a cgroup whose processes are all gone can take
 // the next call as it is, since its limits are the same.
-const maxSpareCalls = 8
+const maxSpareCalls = 2
 
 var runnerSeq atomic.Uint64
 
@@ -121,26 +127,26 @@ var runnerSeq atomic.Uint64
 var cgroupsDisabled atomic.Bool
 
 // newRunnerCgroups creates the runner's directories where the hierarchy
-// allows it; what fails is returned as notes, not errors, because the
-// caller degrades to process groups and rlimits.
-func newRunnerCgroups(limits Limits) (*runnerCgroups, []string) {
+// allows it, in this process's session group (see UseSessionTotal), and
+// applies the session's bounds to them; what fails is returned as notes,
+// not errors, because the caller degrades to process groups and rlimits.
+func newRunnerCgroups(limits Limits, session SessionBounds) (*runnerCgroups, []string) {
 	m := findCgroups()
 	rc := &runnerCgroups{name: fmt.Sprintf("toolwire-%d-%d", os.Getpid(), runnerSeq.Add(1))}
 	var notes []string
-	mk := func(parent, what string) string {
-		if parent == "" {
+	mk := func(own, kind, what string) string {
+		if own == "" {
 			notes = append(notes, what+": hierarchy not mounted")
 			return ""
 		}
-		removeStale(parent)
-		d := filepath.Join(parent, rc.name)
+		d := filepath.Join(groupDir(own, kind), rc.name)
 		if err := os.Mkdir(d, 0o755); err != nil {
 			notes = append(notes, fmt.Sprintf("%s: %v", what, err))
 			return ""
 		}
 		return d
 	}
-	rc.unified = mk(m.unified, "cgroup v2")
+	rc.unified = mk(m.unified, "unified", "cgroup v2")
 	if rc.unified != "" {
 		if _, err := os.Stat(filepath.Join(rc.unified, "cgroup.kill")); err != nil {
 			notes = append(notes, "cgroup v2: no cgroup.kill (kernel older than 5.14)")
@@ -149,6 +155,14 @@ func newRunnerCgroups(limits Limits) (*runnerCgroups, []string) {
 		}
 	}
 	if rc.unified != "" {
+		// The session's bounds, where the group passes the controllers on.
+		if session.Processes > 0 && writeFile(rc.unified, "pids.max", strconv.Itoa(session.Processes)) == nil {
+			rc.bound.Processes = session.Processes
+		}
+		if session.Memory > 0 && writeFile(rc.unified, "memory.max", strconv.FormatInt(session.Memory, 10)) == nil {
+			writeFile(rc.unified, "memory.swap.max", "0")
+			rc.bound.Memory = session.Memory
+		}
 		ctrl, _ := os.ReadFile(filepath.Join(rc.unified, "cgroup.controllers"))
 		enable := func(c string) bool {
 			if !bytes.Contains(ctrl, []byte(c)) {
@@ -156,24 +170,40 @@ func newRunnerCgroups(limits Limits) (*runnerCgroups, []string) {
 			}
 			return os.WriteFile(filepath.Join(rc.unified, "cgroup.subtree_control"), []byte("+"+c), 0) == nil
 		}
-		if limits.Memory > 0 {
+		if limits.Memory > 0 || rc.bound.Memory > 0 {
 			rc.v2Memory = enable("memory")
 		}
-		if limits.Processes > 0 {
+		if limits.Processes > 0 || rc.bound.Processes > 0 {
 			rc.v2Pids = enable("pids")
 		}
 	}
-	if limits.Processes > 0 && !rc.v2Pids {
-		rc.v1Pids = mk(m.v1Pids, "cgroup v1 pids")
+	if (limits.Processes > 0 && !rc.v2Pids) || (session.Processes > 0 && rc.bound.Processes == 0) {
+		if rc.v1Pids = mk(m.v1Pids, "pids", "cgroup v1 pids"); rc.v1Pids != "" && session.Processes > 0 {
+			if err := writeFile(rc.v1Pids, "pids.max", strconv.Itoa(session.Processes)); err != nil {
+				notes = append(notes, err.Error())
+			} else {
+				rc.bound.Processes = session.Processes
+			}
+		}
 	}
-	if limits.Memory > 0 && !rc.v2Memory {
-		rc.v1Memory = mk(m.v1Memory, "cgroup v1 memory")
+	if (limits.Memory > 0 && !rc.v2Memory) || (session.Memory > 0 && rc.bound.Memory == 0) {
+		if rc.v1Memory = mk(m.v1Memory, "memory", "cgroup v1 memory"); rc.v1Memory != "" && session.Memory > 0 {
+			v := strconv.FormatInt(session.Memory, 10)
+			if err := writeFile(rc.v1Memory, "memory.limit_in_bytes", v); err != nil {
+				notes = append(notes, err.Error())
+			} else {
+				writeFile(rc.v1Memory, "memory.memsw.limit_in_bytes", v) // needs swap accounting
+				rc.bound.Memory = session.Memory
+			}
+		}
 	}
 	return rc, notes
 }
 
-// removeStale removes runner directories left by toolwire processes that
-// died without cleaning up, killing what still runs in them.
+// removeStale removes the directories of runners of toolwire processes
+// that died without cleaning up (a session group "toolwire-<pid>" and the
+// runner directories "toolwire-<pid>-<n>" in it or, from older versions,
+// right in parent), killing what still runs in them.
 func removeStale(parent string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
@@ -189,19 +219,23 @@ func removeStale(parent string) {
 		if err != nil || pid == os.Getpid() || !errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
 			continue // not ours to judge, or its owner still runs
 		}
-		dir := filepath.Join(parent, name)
-		calls, _ := os.ReadDir(dir)
-		for _, c := range calls {
-			if c.IsDir() {
-				cd := filepath.Join(dir, c.Name())
-				if os.WriteFile(filepath.Join(cd, "cgroup.kill"), []byte("1"), 0) != nil {
-					killListed(cd)
-				}
-				removeDir(cd)
-			}
-		}
-		os.Remove(dir)
+		removeTree(filepath.Join(parent, name))
 	}
+}
+
+// removeTree kills what runs in a cgroup directory and below and removes
+// them, deepest first.
+func removeTree(dir string) {
+	subs, _ := os.ReadDir(dir)
+	for _, c := range subs {
+		if c.IsDir() {
+			removeTree(filepath.Join(dir, c.Name()))
+		}
+	}
+	if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) != nil {
+		killListed(dir)
+	}
+	removeDir(dir)
 }
 
 // remove deletes the runner's (by now empty) directories.
@@ -231,6 +265,8 @@ type callCgroup struct {
 	killFD   int        // its cgroup.kill, opened ahead so an abort is one write; -1 if none
 	v1Procs  []*os.File // cgroup.procs of the v1 directories, written at the exec stop
 	v1Strict bool       // v1 controllers need the exec stop
+	v1Pids   string     // the v1 pids directory among v1, "" if none
+	v1Memory string     // the v1 memory directory among v1, "" if none
 	// killed: cgroup.kill was written. Such a directory is not reused: a
 	// process cloned into it later (CLONE_INTO_CGROUP) can be killed at
 	// birth, as the kernel compares kill counts of parent and target.
@@ -269,7 +305,7 @@ func (rc *runnerCgroups) prepare(limits Limits) {
 // in them and never killed, for a later call, or removes them.
 func (rc *runnerCgroups) recycle(cc *callCgroup) {
 	rc.spareMu.Lock()
-	if len(rc.spares) < maxSpareCalls && !cc.killed.Load() && cc.empty() {
+	if len(rc.spares) < maxSpareCalls && !cc.killed.Load() && cc.empty() && cc.hits() == (limitHits{}) {
 		rc.spares = append(rc.spares, cc)
 		cc = nil
 	}
@@ -294,13 +330,13 @@ func (rc *runnerCgroups) makeCall(limits Limits) (*callCgroup, error) {
 			return fail(fmt.Errorf("sandbox: create cgroup: %w", err))
 		}
 		cc.unified = d
-		if rc.v2Memory {
+		if rc.v2Memory && limits.Memory > 0 {
 			if err := writeFile(d, "memory.max", strconv.FormatInt(limits.Memory, 10)); err != nil {
 				return fail(err)
 			}
 			writeFile(d, "memory.swap.max", "0")
 		}
-		if rc.v2Pids {
+		if rc.v2Pids && limits.Processes > 0 {
 			if err := writeFile(d, "pids.max", strconv.Itoa(limits.Processes)); err != nil {
 				return fail(err)
 			}
@@ -317,7 +353,7 @@ func (rc *runnerCgroups) makeCall(limits Limits) (*callCgroup, error) {
 			cc.killFD = fd
 		}
 	}
-	v1 := func(parent, file, value string, extra ...string) error {
+	v1 := func(parent string, dir *string, file, value string, extra ...string) error {
 		if parent == "" {
 			return nil
 		}
@@ -326,11 +362,14 @@ func (rc *runnerCgroups) makeCall(limits Limits) (*callCgroup, error) {
 			return fmt.Errorf("sandbox: create cgroup: %w", err)
 		}
 		cc.v1 = append(cc.v1, d)
-		if err := writeFile(d, file, value); err != nil {
-			return err
-		}
-		for _, f := range extra {
-			writeFile(d, f, value) // best effort (memsw needs swap accounting)
+		*dir = d
+		if value != "0" { // no limit of the call's own: the session's holds
+			if err := writeFile(d, file, value); err != nil {
+				return err
+			}
+			for _, f := range extra {
+				writeFile(d, f, value) // best effort (memsw needs swap accounting)
+			}
 		}
 		procs, err := os.OpenFile(filepath.Join(d, "cgroup.procs"), os.O_WRONLY, 0)
 		if err != nil {
@@ -340,10 +379,10 @@ func (rc *runnerCgroups) makeCall(limits Limits) (*callCgroup, error) {
 		cc.v1Strict = true
 		return nil
 	}
-	if err := v1(rc.v1Pids, "pids.max", strconv.Itoa(limits.Processes)); err != nil {
+	if err := v1(rc.v1Pids, &cc.v1Pids, "pids.max", strconv.Itoa(limits.Processes)); err != nil {
 		return fail(err)
 	}
-	if err := v1(rc.v1Memory, "memory.limit_in_bytes", strconv.FormatInt(limits.Memory, 10), "memory.memsw.limit_in_bytes"); err != nil {
+	if err := v1(rc.v1Memory, &cc.v1Memory, "memory.limit_in_bytes", strconv.FormatInt(limits.Memory, 10), "memory.memsw.limit_in_bytes"); err != nil {
 		return fail(err)
 	}
 	return cc, nil
@@ -486,4 +525,77 @@ func writeFile(dir, name, value string) error {
 		return fmt.Errorf("sandbox: cgroup %s: %w", name, err)
 	}
 	return nil
+}
+
+// limitHits say which limits a call's processes ran into.
+type limitHits struct {
+	processes bool // a fork failed at a pids limit
+	memory    bool // the OOM killer ended a process
+}
+
+// hits reads the call's counters. They only grow, and a directory with a
+// count is not used again (see recycle), so any count is this call's.
+func (cc *callCgroup) hits() limitHits {
+	var h limitHits
+	if cc.unified != "" {
+		pe := "pids.events.local"
+		if _, err := os.Stat(filepath.Join(cc.unified, pe)); err != nil {
+			pe = "pids.events"
+		}
+		h.processes = counter(cc.unified, pe, "max") > 0
+		h.memory = counter(cc.unified, "memory.events", "oom_kill") > 0
+	}
+	h.processes = h.processes || counter(cc.v1Pids, "pids.events", "max") > 0
+	h.memory = h.memory || counter(cc.v1Memory, "memory.oom_control", "oom_kill") > 0
+	return h
+}
+
+// holdsAll reports whether every process the runner starts lands in its
+// directories: a v2 directory (CLONE_INTO_CGROUP) or a v1 one (joined at
+// the exec stop).
+func (rc *runnerCgroups) holdsAll() bool {
+	return rc.unified != "" || rc.v1Pids != "" || rc.v1Memory != ""
+}
+
+// killTree kills every process in the runner's directories and below and
+// waits until none is left or timeout passes; it reports whether none is.
+func (rc *runnerCgroups) killTree(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	delay := 50 * time.Microsecond
+	for {
+		left := false
+		if rc.unified != "" {
+			b, err := os.ReadFile(filepath.Join(rc.unified, "cgroup.events"))
+			if err == nil && !bytes.Contains(b, []byte("populated 0")) {
+				left = true
+				writeFile(rc.unified, "cgroup.kill", "1")
+			}
+		} else {
+			dir := rc.v1Pids
+			if dir == "" {
+				dir = rc.v1Memory
+			}
+			subs, _ := os.ReadDir(dir)
+			for _, c := range subs {
+				if !c.IsDir() {
+					continue
+				}
+				d := filepath.Join(dir, c.Name())
+				if b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs")); len(bytes.TrimSpace(b)) > 0 {
+					left = true
+					killListed(d)
+				}
+			}
+		}
+		if !left {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(delay)
+		if delay < 20*time.Millisecond {
+			delay *= 2
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -80,9 +81,18 @@ func rlimitsAboveHard(l Limits) []string {
 	return out
 }
 
+// netnsWorks: a probe succeeded once. Every runner makes its namespace
+// the same way and says so if it fails, so one success is enough: no
+// namespace is made and thrown away per session.
+var netnsWorks atomic.Bool
+
 // probeNetns creates a network namespace and brings its loopback up, as a
-// runner does, on a thread that is thrown away afterwards.
+// runner does, on a thread that is thrown away afterwards; after the first
+// success it returns at once.
 func probeNetns() error {
+	if netnsWorks.Load() {
+		return nil
+	}
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -97,7 +107,11 @@ func probeNetns() error {
 		}
 		errc <- nil
 	}()
-	return <-errc
+	err := <-errc
+	if err == nil {
+		netnsWorks.Store(true)
+	}
+	return err
 }
 
 // CheckSessionUsers reports whether the service can give sessions users of

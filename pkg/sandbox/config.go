@@ -94,6 +94,11 @@ type Config struct {
 	SessionUser *UIDLease
 	// Limits are per-call resource limits; zero fields are unlimited.
 	Limits Limits
+	// Session bounds the runner's processes all together, every call
+	// counted at once, through the runner's cgroup directory; zero fields
+	// are unbounded. Where no controller is available they are not
+	// enforced (Runner.Bounds says which are).
+	Session SessionBounds
 	// EnvAllowlist names the variables of the service's environment that
 	// processes inherit; a trailing "*" matches a prefix, and "*" alone
 	// every variable. Nil means DefaultEnvAllowlist.
@@ -225,6 +230,7 @@ func (c Config) normalize() (Config, error) {
 	}{
 		{"CPU time", int64(l.CPUTime)}, {"memory", l.Memory}, {"processes", int64(l.Processes)},
 		{"file size", l.FileSize}, {"open files", int64(l.OpenFiles)},
+		{"session processes", int64(c.Session.Processes)}, {"session memory", c.Session.Memory},
 	} {
 		if n.value < 0 {
 			return c, settingError(SettingLimits, fmt.Errorf("sandbox: the %s limit is negative", n.what))

@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,6 +26,10 @@ type mountSetup struct {
 	// files are bound read-only over system files (/etc/passwd and
 	// /etc/group with an entry for the session user).
 	files []bindFile
+	// tempDir is the session's own temp directory: of the session temp
+	// file systems (MountSessionTemp) the namespace copied, it keeps this
+	// one only.
+	tempDir string
 }
 
 type idmapMount struct {
@@ -51,6 +57,9 @@ func setupMounts(m *mountSetup) error {
 		return fmt.Errorf("sandbox: make mounts private: %w%s", err, capHint(err, "CAP_SYS_ADMIN"))
 	}
 	if err := mountHiddenProc(); err != nil {
+		return err
+	}
+	if err := detachOtherTemps(m.tempDir); err != nil {
 		return err
 	}
 	if m.idmap != nil {
@@ -218,6 +227,21 @@ func setIDMap(fd, usernsFD int) error {
 // started in it, stopped at its exec before it runs anything, and killed
 // once the fd is open.
 func newIDMapUserns(fromUID, fromGID, toUID, toGID int) (int, error) {
+	// Under many concurrent opens the start was seen to fail now and then
+	// with EPERM, never one at a time: a few more tries, a moment apart.
+	var fd int
+	var err error
+	for try := 0; try < 5; try++ {
+		if fd, err = startIDMapHolder(fromUID, fromGID, toUID, toGID); err == nil || !errors.Is(err, unix.EPERM) {
+			return fd, err
+		}
+		time.Sleep(time.Duration(try+1) * 5 * time.Millisecond)
+	}
+	return fd, err
+}
+
+// startIDMapHolder is one try of newIDMapUserns.
+func startIDMapHolder(fromUID, fromGID, toUID, toGID int) (int, error) {
 	// /proc/self/exe works even when the binary was replaced on disk.
 	p, err := os.StartProcess("/proc/self/exe", []string{"toolwire-idmap-holder"}, &os.ProcAttr{
 		Dir: "/",
@@ -286,4 +310,148 @@ func probeSessionMounts(dir string) error {
 		errc <- uerr
 	}()
 	return <-errc
+}
+
+// sessionTempSource is the source name of the session temp file systems,
+// by which the mount tables show them.
+const sessionTempSource = "toolwire-session-tmp"
+
+// sessionTempsPrefix names the directory, in the temp root, that holds
+// this process's session temp directories with file systems of their own:
+// toolwire-sessions-<pid>. It is bound onto itself, so that a session's
+// new mount namespace can drop every other session's temp file system it
+// copied with one detach of that mount; ReleaseSessionTempRoots undoes
+// it.
+const sessionTempsPrefix = "toolwire-sessions-"
+
+var sessionTemps struct {
+	sync.Mutex
+	ready map[string]bool
+}
+
+// SessionTempRoot returns the directory in root (a temp root such as
+// os.TempDir()) to make session temp directories in that MountSessionTemp
+// will mount on, making it and its mount if needed, and removing those of
+// toolwire processes that are gone. It needs root.
+func SessionTempRoot(root string) (string, error) {
+	d := filepath.Join(root, sessionTempsPrefix+strconv.Itoa(os.Getpid()))
+	sessionTemps.Lock()
+	defer sessionTemps.Unlock()
+	if sessionTemps.ready[d] {
+		return d, nil
+	}
+	removeStaleTempRoots(root)
+	if err := os.Mkdir(d, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("sandbox: session temp root: %w", err)
+	}
+	if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("sandbox: session temp root %s is not a directory", d)
+	}
+	mounted, err := isMountPoint(d)
+	if err != nil {
+		return "", err
+	}
+	if !mounted {
+		if err := unix.Mount(d, d, "", unix.MS_BIND, ""); err != nil {
+			return "", fmt.Errorf("sandbox: bind the session temp root %s onto itself: %w%s", d, err, capHint(err, "CAP_SYS_ADMIN"))
+		}
+	}
+	if sessionTemps.ready == nil {
+		sessionTemps.ready = map[string]bool{}
+	}
+	sessionTemps.ready[d] = true
+	return d, nil
+}
+
+// ReleaseSessionTempRoots detaches and removes the session temp roots of
+// this process, once its sessions are over (at exit).
+func ReleaseSessionTempRoots() {
+	sessionTemps.Lock()
+	defer sessionTemps.Unlock()
+	for d := range sessionTemps.ready {
+		_ = unix.Unmount(d, unix.MNT_DETACH)
+		_ = os.RemoveAll(d)
+		delete(sessionTemps.ready, d)
+	}
+}
+
+// removeStaleTempRoots removes the session temp roots in root of toolwire
+// processes that died without doing so.
+func removeStaleTempRoots(root string) {
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(strings.TrimPrefix(e.Name(), sessionTempsPrefix))
+		if !strings.HasPrefix(e.Name(), sessionTempsPrefix) || err != nil || pid == os.Getpid() || !errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+			continue
+		}
+		d := filepath.Join(root, e.Name())
+		_ = unix.Unmount(d, unix.MNT_DETACH)
+		subs, _ := os.ReadDir(d)
+		for _, s := range subs {
+			_ = unix.Unmount(filepath.Join(d, s.Name()), unix.MNT_DETACH)
+		}
+		_ = os.RemoveAll(d)
+	}
+}
+
+// isMountPoint reports whether dir is the root of a mount in the calling
+// thread's mount namespace.
+func isMountPoint(dir string) (bool, error) {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_SYMLINK_NOFOLLOW, 0, &st); err != nil {
+		return false, fmt.Errorf("sandbox: %w", err)
+	}
+	if st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 {
+		return false, fmt.Errorf("sandbox: the kernel does not say whether %s is a mount point", dir)
+	}
+	return st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0, nil
+}
+
+// MountSessionTemp mounts a file system of size bytes of its own (tmpfs)
+// on dir, a session's empty temp directory in SessionTempRoot, so that the
+// session can write no more than that there: a write past it fails with
+// ENOSPC. It holds one file (inode) per 16 KiB at most. The memory it
+// takes is charged to the memory bound of the session whose processes
+// write it. It needs root.
+func MountSessionTemp(dir string, size int64) error {
+	inodes := max(size/(16<<10), 1024)
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, inodes)
+	if err := unix.Mount(sessionTempSource, dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("sandbox: mount the session's temp file system on %s: %w%s", dir, err, capHint(err, "CAP_SYS_ADMIN"))
+	}
+	return nil
+}
+
+// UnmountSessionTemp detaches the file system MountSessionTemp mounted on
+// dir; its memory is freed once no process uses it.
+func UnmountSessionTemp(dir string) {
+	_ = unix.Unmount(dir, unix.MNT_DETACH)
+}
+
+// detachOtherTemps drops, in the calling thread's new mount namespace, the
+// temp file systems of other sessions that it copied from the service's,
+// so that this session cannot reach them and they are freed when their
+// session ends: it keeps a copy of its own (keep), detaches the session
+// temp root with everything below it, and puts its own back. The cost
+// does not grow with the number of sessions.
+func detachOtherTemps(keep string) error {
+	if keep == "" || !strings.HasPrefix(filepath.Base(filepath.Dir(keep)), sessionTempsPrefix) {
+		return nil
+	}
+	own, err := isMountPoint(keep)
+	if err != nil || !own {
+		return err
+	}
+	fd, err := unix.OpenTree(unix.AT_FDCWD, keep, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("sandbox: copy the session's temp mount: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Unmount(filepath.Dir(keep), unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("sandbox: detach the other sessions' temp directories: %w", err)
+	}
+	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, keep, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("sandbox: put the session's temp mount back: %w", err)
+	}
+	return nil
 }

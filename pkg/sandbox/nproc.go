@@ -6,12 +6,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultSessionProcesses is how many processes one tool user may have at
-// once unless the operator chooses otherwise: plenty for builds and test
-// runs, few enough that a fork bomb stops long before the machine does.
-const DefaultSessionProcesses = 4096
-
-// LimitUserProcesses lowers this process's RLIMIT_NPROC, soft and hard, to
+// LimitUserProcesses is the fallback of SessionBounds.Processes where no
+// pids controller is available. It lowers this process's RLIMIT_NPROC, soft and hard, to
 // n (never raising it), so that every tool process inherits it: the kernel
 // then refuses a fork or exec to a user that already has n processes. With
 // a user of its own per session (Config.SessionUser) that bounds each

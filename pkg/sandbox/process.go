@@ -2,11 +2,14 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,6 +32,10 @@ type Process struct {
 	// aborted: Abort ran while the tree was alive, so processes may still
 	// be forking when waitLoop sweeps for leftovers.
 	aborted atomic.Bool
+	// atLimit: the call was killed because it reached the session's
+	// process limit; hit: the limits it ran into, known once done.
+	atLimit atomic.Bool
+	hit     limitHits
 	done    chan struct{}
 	code    int
 	err     error
@@ -104,6 +111,9 @@ func (p *Process) waitLoop() {
 		}
 	}
 	p.killOnce.Do(func() {})
+	if p.cg != nil {
+		p.hit = p.cg.hits()
+	}
 	reapOrphans()
 	unregisterCall(p.key, p.proc.Pid)
 	if tagGone {
@@ -117,6 +127,72 @@ func (p *Process) waitLoop() {
 	if p.cg != nil {
 		p.r.cg.recycle(p.cg)
 	}
+}
+
+// processLimitPoll is how often a running call's pids counter is read,
+// doubling from the first up to the last: a fork bomb is stopped within
+// about a second, and a long background process costs one read a second.
+const (
+	processLimitPollFirst = 50 * time.Millisecond
+	processLimitPollLast  = time.Second
+)
+
+// watchProcesses kills the call once a fork of it failed at the process
+// limit: a program that cannot start a process cannot finish its work in
+// most cases, and a fork bomb never stops trying. (cgroup v1 gives no
+// notice of the event, so the counter is read.)
+func (p *Process) watchProcesses() {
+	d := processLimitPollFirst
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+		}
+		if p.cg.hits().processes {
+			p.atLimit.Store(true)
+			p.Abort()
+			return
+		}
+		d = min(2*d, processLimitPollLast)
+		t.Reset(d)
+	}
+}
+
+// LimitReached names, in words for the model, the resource limits the
+// call's processes ran into (the session's or the call's own process and
+// memory limits): "" when none or when no cgroup counts them. Call it
+// after Wait.
+func (p *Process) LimitReached() string {
+	<-p.done
+	var parts []string
+	l, b := p.r.cfg.Limits, p.r.Bounds()
+	if p.hit.processes || p.atLimit.Load() {
+		what := fmt.Sprintf("the session's process limit (%d) was reached", b.Processes)
+		if l.Processes > 0 && (b.Processes == 0 || l.Processes < b.Processes) {
+			what = fmt.Sprintf("the call's process limit (%d) was reached", l.Processes)
+		}
+		if p.atLimit.Load() {
+			what += "; the command and every process it started were killed"
+		} else {
+			what += ": a process could not be started"
+		}
+		parts = append(parts, what)
+	}
+	if p.hit.memory {
+		what := fmt.Sprintf("the session's memory limit (%s) was reached", FormatBytes(b.Memory))
+		if l.Memory > 0 && (b.Memory == 0 || l.Memory < b.Memory) {
+			what = fmt.Sprintf("the call's memory limit (%s) was reached", FormatBytes(l.Memory))
+		}
+		parts = append(parts, what+": the kernel killed a process for lack of memory")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	s := strings.Join(parts, "; ")
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }
 
 // stdinFile returns the file the child gets as stdin.

@@ -236,19 +236,21 @@ func anyZombieChild() bool {
 	return info.Signo == int32(unix.SIGCHLD)
 }
 
-// ownChildren lists the children of every thread of this process.
+// ownChildren lists the children of this process's main thread. Orphans
+// are re-parented to the first live thread of the subreaper, its main
+// thread, so that one file lists them all: the children of the other
+// threads are the first processes of calls (spawner threads), which their
+// Process waits for, and processes started elsewhere in the program. The
+// cost stays the same however many sessions (spawner threads) there are.
 func ownChildren() []int {
-	tasks, _ := os.ReadDir("/proc/self/task")
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
+	if err != nil {
+		return nil
+	}
 	var pids []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(filepath.Join("/proc/self/task", t.Name(), "children"))
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, pid)
-			}
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
 		}
 	}
 	return pids

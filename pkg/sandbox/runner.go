@@ -157,7 +157,7 @@ func NewRunner(cfg Config, workspace, tempDir string) (_ *Runner, err error) {
 	}
 
 	if !cgroupsDisabled.Load() {
-		cg, notes := newRunnerCgroups(cfg.Limits)
+		cg, notes := newRunnerCgroups(cfg.Limits, cfg.Session)
 		for _, n := range notes {
 			r.log.Info("sandbox: cgroup unavailable, degrading", "reason", n)
 		}
@@ -209,7 +209,7 @@ func sessionIdentity(l *UIDLease) identity {
 // an id-mapped workspace when another user owns it (the returned owner,
 // -1 otherwise), and /etc/passwd and /etc/group that name the user.
 func (r *Runner) sessionMounts() (*mountSetup, int, error) {
-	m := &mountSetup{}
+	m := &mountSetup{tempDir: r.tempDir}
 	fi, err := os.Stat(r.workspace)
 	if err != nil {
 		return nil, -1, fmt.Errorf("sandbox: workspace: %w", err)
@@ -321,7 +321,7 @@ func (r *Runner) computeEnforced() []string {
 	} else {
 		e = append(e, "process_group")
 	}
-	if r.cfg.Limits.any() {
+	if r.cfg.Limits.any() || (r.cg != nil && r.cg.bound != SessionBounds{}) {
 		e = append(e, "resource_limits")
 	}
 	if os.Geteuid() != 0 || r.id.switched {
@@ -350,6 +350,16 @@ func (r *Runner) Workspace() string { return r.workspace }
 // TempDir returns the runner's scratch directory (TMPDIR of its processes,
 // and HOME unless Config.Home says otherwise).
 func (r *Runner) TempDir() string { return r.tempDir }
+
+// Bounds returns the session bounds the runner's cgroup enforces: those of
+// Config.Session that a controller could take (zero fields are not
+// enforced).
+func (r *Runner) Bounds() SessionBounds {
+	if r.cg == nil {
+		return SessionBounds{}
+	}
+	return r.cg.bound
+}
 
 // Network returns the network mode of the runner's processes:
 // NetworkNone, NetworkAllowlist or NetworkHost.
@@ -425,6 +435,9 @@ func (r *Runner) Start(ctx context.Context, c Cmd) (*Process, error) {
 	closed := r.closed
 	r.mu.Unlock()
 	go p.waitLoop()
+	if p.cg != nil && r.cg.bound.Processes > 0 {
+		go p.watchProcesses()
+	}
 	if closed {
 		p.Abort()
 	}
@@ -608,7 +621,15 @@ func (r *Runner) release() {
 // session would inherit it.
 func (r *Runner) endSessionUser() {
 	uid := r.id.uid
-	gone := killAll(func(pi procInfo) bool { return pi.hasUID(uid) }, sessionEndTimeout, false)
+	var gone bool
+	if r.cg != nil && r.cg.holdsAll() {
+		// Every process of the session sits in the runner's cgroup tree,
+		// which none can leave: killing the tree ends them all, without a
+		// look at the machine's other processes.
+		gone = r.cg.killTree(sessionEndTimeout)
+	} else {
+		gone = killAll(func(pi procInfo) bool { return pi.hasUID(uid) }, sessionEndTimeout, false)
+	}
 	reapUser(uid)
 	unregisterUser(uid)
 	if !gone {

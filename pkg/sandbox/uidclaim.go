@@ -41,11 +41,19 @@ var ErrUIDRangeTaken = errors.New("sandbox: session id range in use by another p
 // containers need no distinct ranges; they do not share the lock
 // directory either.
 func SharedUIDPool(r UIDRange) (*UIDPool, error) {
-	p, err := sharedUIDPool(r)
+	return SharedUIDPoolFor(r, 0)
+}
+
+// SharedUIDPoolFor is SharedUIDPool for a service that needs at least
+// need ids at once (its most sessions, and the calls that may each hold
+// an id): from the default range it takes as many consecutive free blocks
+// as that takes, and a configured range smaller than need is refused.
+func SharedUIDPoolFor(r UIDRange, need int) (*UIDPool, error) {
+	p, err := sharedUIDPool(r, need)
 	return p, settingError(SettingSessionUIDs, err)
 }
 
-func sharedUIDPool(r UIDRange) (*UIDPool, error) {
+func sharedUIDPool(r UIDRange, need int) (*UIDPool, error) {
 	claims.mu.Lock()
 	defer claims.mu.Unlock()
 	if p := claims.pools[r]; p != nil {
@@ -59,6 +67,9 @@ func sharedUIDPool(r UIDRange) (*UIDPool, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
+	if size := r.Last - r.First + 1; need > size {
+		return nil, fmt.Errorf("sandbox: session id range %s holds %d ids; the executor needs %d (for its most sessions and their calls): widen the range or allow fewer sessions", r, size, need)
+	}
 	dir, err := lockDir()
 	if err != nil {
 		return nil, err
@@ -68,26 +79,43 @@ func sharedUIDPool(r UIDRange) (*UIDPool, error) {
 		p     *UIDPool
 	)
 	if r == DefaultSessionUIDs {
-		// Unconfigured: take the first free block, so that several
-		// toolsvc of one machine need no configuration.
-		for b := r.First / uidBlock; b <= r.Last/uidBlock && p == nil; b++ {
-			f, err := lockBlock(dir, b)
-			if errors.Is(err, ErrUIDRangeTaken) {
+		// Unconfigured: take the first run of free blocks that holds need
+		// ids, so that several toolsvc of one machine need no
+		// configuration.
+		first, last := r.First/uidBlock, r.Last/uidBlock
+		for b := first; b <= last && p == nil; {
+			var run []*os.File
+			sub := UIDRange{First: max(r.First, b*uidBlock)}
+			next := b
+			for ; next <= last; next++ {
+				f, err := lockBlock(dir, next)
+				if errors.Is(err, ErrUIDRangeTaken) {
+					break
+				}
+				if err != nil {
+					closeAll(run)
+					return nil, err
+				}
+				run = append(run, f)
+				sub.Last = min(r.Last, next*uidBlock+uidBlock-1)
+				if sub.Last-sub.First+1 >= max(need, 1) {
+					break
+				}
+			}
+			if len(run) == 0 || sub.Last-sub.First+1 < max(need, 1) {
+				closeAll(run)
+				b = next + 1
 				continue
 			}
-			if err != nil {
-				return nil, err
-			}
-			sub := UIDRange{First: max(r.First, b*uidBlock), Last: min(r.Last, b*uidBlock+uidBlock-1)}
 			if p, err = NewUIDPool(sub); err != nil {
-				_ = f.Close()
+				closeAll(run)
 				return nil, err
 			}
-			locks = append(locks, f)
+			locks = run
 		}
 		if p == nil {
-			return nil, fmt.Errorf("%w: every block of %d ids of %s is another process's; give this executor a range of its own",
-				ErrUIDRangeTaken, uidBlock, r)
+			return nil, fmt.Errorf("%w: no %d free ids in a row are left in %s (blocks of %d are other processes'); give this executor a range of its own",
+				ErrUIDRangeTaken, max(need, 1), r, uidBlock)
 		}
 	} else {
 		for b := r.First / uidBlock; b <= r.Last/uidBlock; b++ {
@@ -114,6 +142,12 @@ func sharedUIDPool(r UIDRange) (*UIDPool, error) {
 	claims.pools[r] = p
 	claims.locks = append(claims.locks, locks...)
 	return p, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
 }
 
 // lockBlock locks block b of session ids in dir for the life of the

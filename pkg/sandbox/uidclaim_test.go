@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -124,4 +125,14 @@ func startClaimHelper(t *testing.T, r sandbox.UIDRange) (first int, release func
 		t.Fatalf("helper: %q", line)
 	}
 	return first, release
+}
+
+// A configured range smaller than the executor needs is refused up front,
+// with both numbers.
+func TestSharedUIDPoolRefusesARangeTooSmall(t *testing.T) {
+	r := sandbox.UIDRange{First: 3_100_000, Last: 3_100_099}
+	_, err := sandbox.SharedUIDPoolFor(r, 2064)
+	if err == nil || !strings.Contains(err.Error(), "holds 100 ids; the executor needs 2064") {
+		t.Fatalf("SharedUIDPoolFor(%s, 2064) = %v, want a refusal naming both sizes", r, err)
+	}
 }

@@ -103,6 +103,14 @@ type Env struct {
 	// may outlast the session (execsvc.Config.OutputRoot), so that the
 	// paths results give stay valid for the conversation.
 	OutputDir string
+	// OutputQuota bounds the bytes of the files saved in OutputDir for
+	// the session (whole outputs, background commands' output); nil is
+	// unlimited.
+	OutputQuota *ByteQuota
+	// TempQuota is the size of the file system of TempDir when the
+	// executor gave the session one of its own (0: none); a command that
+	// fills it gets ENOSPC, and its result says so.
+	TempQuota int64
 	// Limits are the caps of this session.
 	Limits Limits
 	// Reads records which files the model has read.

@@ -156,6 +156,7 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, in bashI
 	// Output past 4 bytes per inline character is never returned inline
 	// (see successText).
 	capt := newCapture(limits.MaxOutputMemory, 4*min(limits.MaxOutputChars, 1<<28)+4<<10, func() (*os.File, error) { return createOutputFile(env, outName) })
+	capt.quota = env.OutputQuota
 	growPipe(p.Output())
 	readDone := make(chan struct{})
 	go func() {
@@ -258,6 +259,21 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, in bashI
 	if res.IsError {
 		txt = withNetworkNote(env, txt, snap, start)
 	}
+	if limit := p.LimitReached(); limit != "" {
+		// A process or memory limit ended the command or part of it.
+		if !res.IsError {
+			txt = strings.TrimPrefix(txt, "(Bash completed with no output)")
+		}
+		txt = addLine(txt, limit)
+		res.IsError = true
+	}
+	if res.IsError {
+		// A failure of a command whose temp directory is full: the quota
+		// is the likely cause.
+		if q := tempQuotaNote(env); q != "" {
+			txt = addLine(txt, q)
+		}
+	}
 	if note != "" {
 		if strings.HasPrefix(txt, "(Bash completed") {
 			txt = note
@@ -278,6 +294,14 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, in bashI
 	res.Content = []tool.Content{{Text: txt}}
 	res.ExitCode = &code
 	return res
+}
+
+// addLine adds a line to the end of a result's text.
+func addLine(txt, line string) string {
+	if txt = strings.TrimSuffix(txt, "\n"); txt == "" {
+		return line
+	}
+	return txt + "\n" + line
 }
 
 // unsavedOutput rewrites a truncated result whose full output could not be

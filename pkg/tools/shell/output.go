@@ -38,6 +38,7 @@ const (
 // the process and never makes memory grow: it only lags behind.
 type capture struct {
 	create func() (*os.File, error) // makes the output file when needed
+	quota  *tool.ByteQuota          // the session's saved-output quota; nil: none
 
 	mu      sync.Mutex // guards the fields below
 	file    *os.File   // nil until the output outgrows the head
@@ -112,7 +113,7 @@ func (c *capture) write(b []byte) {
 		c.spillLocked()
 	}
 	if c.file != nil && c.fileErr == nil {
-		if _, c.fileErr = c.file.Write(b); c.fileErr != nil && c.tailFile {
+		if c.fileErr = c.writeFile(b); c.fileErr != nil && c.tailFile {
 			// The ring restarts: the bytes written so far are lost to it.
 			c.tailFile, c.tail, c.tailPos = false, c.tail[:0], 0
 		}
@@ -177,10 +178,20 @@ func (c *capture) handOff(f *os.File) {
 func (c *capture) spillLocked() {
 	c.file, c.fileErr = c.create()
 	if c.fileErr == nil {
-		_, c.fileErr = c.file.Write(c.head)
+		c.fileErr = c.writeFile(c.head)
 		// Nothing has gone past the head yet: the ring is empty.
 		c.tailFile = c.fileErr == nil
 	}
+}
+
+// writeFile writes b to the output file if the session's output quota
+// has room for it.
+func (c *capture) writeFile(b []byte) error {
+	if err := c.quota.Take(int64(len(b))); err != nil {
+		return err
+	}
+	_, err := c.file.Write(b)
+	return err
 }
 
 // persist makes sure the output file exists and holds the whole output,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -144,13 +145,7 @@ func startBackground(ctx context.Context, env *tool.Env, call *tool.Call, in bas
 	reg.tasks[id] = t
 	reg.wg.Add(1)
 	reg.mu.Unlock()
-	go func() {
-		defer reg.wg.Done()
-		io.Copy(outFile, t.proc.Output())
-		t.proc.Output().Close()
-		outFile.Close()
-		settle(env, reg, t)
-	}()
+	go watch(env, reg, t, outFile)
 	return launched(id, outPath)
 }
 
@@ -198,20 +193,46 @@ func adopt(env *tool.Env, call *tool.Call, in bashInput, p *sandbox.Process, cap
 		<-readDone // the capture's reader, writing to outFile, got EOF
 		p.Output().Close()
 		outFile.Close()
-		settle(env, reg, t)
+		settle(env, reg, t, nil)
 	}()
 	return launched(id, outPath)
 }
 
+// watch copies a task's output to its file and records how it ended.
+func watch(env *tool.Env, reg *registry, t *task, outFile *os.File) {
+	defer reg.wg.Done()
+	var limits []string
+	if err := copyOutput(outFile, t.proc.Output(), env.OutputQuota); err != nil {
+		// The output file cannot grow: the command is stopped rather
+		// than left writing where nobody can read it.
+		t.proc.Abort()
+		io.Copy(io.Discard, t.proc.Output())
+		limits = append(limits, fmt.Sprintf("Output stopped: %v; the command was killed.", unwrapWrite(err)))
+	}
+	t.proc.Output().Close()
+	outFile.Close()
+	settle(env, reg, t, limits)
+}
+
 // settle records how a task's process ended, once its output is in its
-// file, and announces it.
-func settle(env *tool.Env, reg *registry, t *task) {
+// file, with the limits that stopped it, and announces it.
+func settle(env *tool.Env, reg *registry, t *task, limits []string) {
 	code, _ := t.proc.Wait()
+	if l := t.proc.LimitReached(); l != "" {
+		limits = append(limits, l)
+	}
+	if q := tempQuotaNote(env); q != "" {
+		limits = append(limits, q)
+	}
+	limit := strings.Join(limits, " ")
+	if limit != "" {
+		appendNote(t.outPath, limit)
+	}
 	t.mu.Lock()
 	killed := t.status == statusKilled
 	if !killed {
 		t.status = statusCompleted
-		if code != 0 {
+		if code != 0 || limit != "" {
 			t.status = statusFailed
 		}
 		t.exitCode = &code
@@ -231,8 +252,53 @@ func settle(env *tool.Env, reg *registry, t *task) {
 	if status == statusFailed {
 		summary = fmt.Sprintf(`Background command "%s" failed with exit code %d`, t.summaryName, code)
 	}
+	if limit != "" {
+		summary += ": " + limit
+	}
 	env.Notify(tool.TaskNotice{TaskID: t.id, ToolUseID: t.toolUseID, OutputPath: t.outPath,
 		Status: status, ExitCode: &code, Summary: summary})
+}
+
+// copyOutput copies a background command's output to its file while the
+// session's output quota has room, and returns why it stopped early: the
+// quota, or a write error such as ENOSPC; nil at the output's end.
+func copyOutput(dst *os.File, src io.Reader, q *tool.ByteQuota) error {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if qerr := q.Take(int64(n)); qerr != nil {
+				return qerr
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
+
+// unwrapWrite shortens a write error to its cause ("no space left on
+// device"), which says more than the path.
+func unwrapWrite(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("writing the output file: %w", pe.Err)
+	}
+	return err
+}
+
+// appendNote adds a line that says why a background command ended to the
+// end of its output file.
+func appendNote(path, note string) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "\n[toolwire] %s\n", note)
 }
 
 // TaskOutput reports a background shell's status and output. With alias

@@ -1,0 +1,151 @@
+package main_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
+)
+
+// testFS mounts a tmpfs of its own for the test, so that no quota test can
+// fill the real disk whatever happens, and returns its path.
+func testFS(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a file system needs root")
+	}
+	dir := sandboxtest.Dir(t)
+	if err := syscall.Mount("toolwire-test", dir, "tmpfs", 0, "size="+size+",mode=0755"); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
+func freeBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Bavail) * st.Bsize
+}
+
+// sessionMounts counts the session temp file systems mounted under dir in
+// this process's mount namespace.
+func sessionMounts(dir string) int {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		for i, x := range f {
+			if x == "-" && i+2 < len(f) && f[i+2] == "toolwire-session-tmp" && strings.HasPrefix(f[4], dir+"/") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestServeDiskQuotas runs toolsvc serve as root with its root, temp and
+// output directories on a file system the test makes, and floods each
+// place a session can write: its temp directory (one big file, then many
+// small ones), a foreground command's output and a background command's
+// output. Each write past a quota fails in the command or stops, the
+// result names the quota, and the test file system loses no more than the
+// saved-output quotas once the sessions are over.
+func TestServeDiskQuotas(t *testing.T) {
+	fs := testFS(t, "512m")
+	root, tmp, outputs := filepath.Join(fs, "root"), filepath.Join(fs, "tmp"), filepath.Join(fs, "outputs")
+	for _, d := range []string{root, tmp} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mountsBefore := sessionMounts(fs)
+	freeBefore := freeBytes(t, fs)
+	t.Setenv("TMPDIR", tmp)
+	addr, _ := startServe(t, root, "--session-dirs", "--session-temp-quota", "16M", "--session-output-quota", "8M", "--output-dir", outputs)
+
+	session := func(blocks ...string) []toolResult {
+		t.Helper()
+		var msg strings.Builder
+		msg.WriteString(`{"id":"m","content":[`)
+		for i, b := range blocks {
+			if i > 0 {
+				msg.WriteString(",")
+			}
+			msg.WriteString(b)
+		}
+		msg.WriteString("]}")
+		rs := runCall(t, msg.String(), "--insecure", "--addr", addr)
+		if len(rs) != len(blocks) {
+			t.Fatalf("%d results for %d calls: %+v", len(rs), len(blocks), rs)
+		}
+		return rs
+	}
+	bash := func(id, command string, background bool) string {
+		return fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"Bash","input":{"command":%q,"run_in_background":%v}}`, id, command, background)
+	}
+	check := func(r toolResult, isError bool, wants ...string) {
+		t.Helper()
+		text, _ := r.Content.(string)
+		if (r.IsError != nil && *r.IsError) != isError {
+			t.Errorf("%s: is_error %v, want %v; content %q", r.ToolUseID, deref(r.IsError), isError, text)
+		}
+		for _, w := range wants {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: content %q, want it to say %q", r.ToolUseID, text, w)
+			}
+		}
+	}
+
+	// The temp directory: one big file, many small ones (a session each:
+	// a failed Bash call cancels the rest of its message).
+	check(session(bash("size", `df -k "$TMPDIR" | tail -1 | awk '{print $2}'`, false))[0], false, "16384")
+	check(session(bash("filler", `dd if=/dev/zero of="$TMPDIR/fill" bs=1M count=64 2>&1 | head -1; exit ${PIPESTATUS[0]}`, false))[0],
+		true, "No space left on device", "is full: its disk quota is 16 MiB")
+	check(session(bash("files", `cd "$TMPDIR" && for i in $(seq 5000); do echo x > f$i || exit 1; done`, false))[0],
+		true, "No space left on device", "is out of files (inodes): its disk quota is 16 MiB")
+
+	// A foreground command's output beyond the saved-output quota.
+	rs := session(bash("flood", `head -c 40M /dev/zero | tr '\0' 'a' | fold -w 100`, false))
+	check(rs[0], false, "The full output could not be saved (the session's saved-output quota (8 MiB) was reached)")
+
+	// A background command's output: it stops at the quota, and the command
+	// with it.
+	rs = session(
+		bash("bg", `yes flood`, true),
+		bash("wait", `for i in $(seq 100); do pgrep -x yes >/dev/null && break; sleep 0.05; done; while pgrep -x yes >/dev/null; do sleep 0.05; done; echo gone`, false),
+	)
+	check(rs[1], false, "gone")
+	files, _ := filepath.Glob(filepath.Join(outputs, "*", "*.output"))
+	if len(files) != 1 {
+		t.Fatalf("background output files: %v, want one", files)
+	}
+	out, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(out); n < 7<<20 || n > 8<<20+4096 {
+		t.Errorf("background output file has %d bytes, want it stopped at the 8 MiB quota", n)
+	}
+	want := "[toolwire] Output stopped: the session's saved-output quota (8 MiB) was reached; the command was killed.\n"
+	if !bytes.HasSuffix(out, []byte(want)) {
+		t.Errorf("background output ends with %q, want %q", out[max(0, len(out)-200):], want)
+	}
+
+	// Every session is over: their temp file systems are gone, and what is
+	// left on the test's file system is the saved outputs, within quota.
+	if n := sessionMounts(fs); n != mountsBefore {
+		t.Errorf("%d session temp file systems mounted after the sessions, want %d", n, mountsBefore)
+	}
+	if lost := freeBefore - freeBytes(t, fs); lost > 3*8<<20+1<<20 {
+		t.Errorf("the file system lost %d bytes, more than the sessions' saved-output quotas", lost)
+	}
+}

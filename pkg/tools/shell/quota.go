@@ -1,0 +1,37 @@
+package shell
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toolwire/toolwire/pkg/tool"
+)
+
+// tempFullBelow is the free space under which a session's temp directory
+// counts as full: a write of any size may fail there.
+const tempFullBelow = 64 << 10
+
+// tempQuotaNote says, when the session's temp directory has a file system
+// of its own (tool.Env.TempQuota) and it is full (of bytes or of files),
+// which limit the command ran into; "" otherwise.
+func tempQuotaNote(env *tool.Env) string {
+	if env.TempQuota <= 0 || env.TempDir == "" {
+		return ""
+	}
+	var st unix.Statfs_t
+	if unix.Statfs(env.TempDir, &st) != nil {
+		return ""
+	}
+	full := ""
+	switch {
+	case int64(st.Bavail)*st.Bsize < tempFullBelow:
+		full = "full"
+	case st.Files > 0 && st.Ffree == 0:
+		full = "out of files (inodes)"
+	default:
+		return ""
+	}
+	return fmt.Sprintf("The session's temp directory %s is %s: its disk quota is %s, and writes past it fail with \"No space left on device\".",
+		env.TempDir, full, tool.FormatBytes(env.TempQuota))
+}
