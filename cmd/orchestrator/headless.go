@@ -160,7 +160,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Placer:          place,
 		ResumeWindow:    c.resumeWindow,
 		DefaultExecutor: c.executorAddr(),
-		Store:           store,
+		Store:           orchestrator.FileStore(store),
 		Permissions:     denyUnattended,
 		ClientVersion:   version,
 		Logger:          log,

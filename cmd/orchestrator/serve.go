@@ -95,7 +95,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		Placer:          place,
 		ResumeWindow:    c.resumeWindow,
 		DefaultExecutor: c.executorAddr(),
-		Store:           store,
+		Store:           orchestrator.FileStore(store),
 		Defaults: orchestrator.SessionConfig{
 			Model: client.Model(), MaxTokens: c.maxTokens, MaxTurns: c.maxTurns,
 			ThinkingBudget: c.thinkingBudget, Settings: settings,

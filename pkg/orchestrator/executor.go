@@ -144,7 +144,7 @@ func (s *Session) move(ctx context.Context, addr string, err error) error {
 	s.log.Warn("executor unavailable; moving the session to another executor of its pool",
 		"from", addr, "to", next, "pool", s.cfg.Pool, "err", err)
 	if st := s.o.cfg.Store; st != nil {
-		if perr := st.Append(s.id, transcript.Record{Kind: transcript.KindPlaced, Time: time.Now(), Executor: next}); perr != nil {
+		if perr := st.Append(ctx, s.id, transcript.Record{Kind: transcript.KindPlaced, Time: time.Now(), Executor: next}); perr != nil {
 			release()
 			return fmt.Errorf("persist the move to executor %s: %w", next, perr)
 		}

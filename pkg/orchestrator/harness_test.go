@@ -82,7 +82,7 @@ func (h *harness) open() {
 		Model:           client,
 		Executor:        executorClient(h.t, h.emb.Conn()),
 		DefaultExecutor: "embedded",
-		Store:           st,
+		Store:           orchestrator.FileStore(st),
 		Permissions: func(id string, r execapi.PermissionRequest) *execapi.PermissionDecision {
 			return h.permission(id, r)
 		},

@@ -104,7 +104,7 @@ func (o *Orchestrator) Create(ctx context.Context, id string, cfg SessionConfig)
 	}
 	created := time.Now().UTC()
 	if o.cfg.Store != nil {
-		if err := o.cfg.Store.Create(id, cfg, created); err != nil {
+		if err := o.cfg.Store.Create(ctx, id, cfg, created); err != nil {
 			release()
 			return nil, err
 		}
@@ -114,7 +114,7 @@ func (o *Orchestrator) Create(ctx context.Context, id string, cfg SessionConfig)
 	if _, _, err := s.connect(ctx); err != nil {
 		s.close()
 		if o.cfg.Store != nil {
-			_ = o.cfg.Store.Remove(id)
+			_ = o.cfg.Store.Remove(context.WithoutCancel(ctx), id)
 		}
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (o *Orchestrator) Session(ctx context.Context, id string) (*Session, error)
 	if o.cfg.Store == nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	t, err := o.cfg.Store.Load(id)
+	t, err := o.cfg.Store.Load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -192,22 +192,17 @@ func (o *Orchestrator) List(ctx context.Context) ([]Info, error) {
 	}
 	o.mu.Unlock()
 	if o.cfg.Store != nil {
-		ids, err := o.cfg.Store.IDs()
+		sums, err := o.cfg.Store.List(ctx)
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range ids {
-			if seen[id] {
-				continue
-			}
-			t, err := o.cfg.Store.Load(id)
-			if err != nil {
-				o.log.Warn("skip unreadable transcript", "session_id", id, "err", err)
+		for _, t := range sums {
+			if seen[t.ID] {
 				continue
 			}
 			infos = append(infos, Info{
-				ID: id, Executor: t.Config.Executor, Model: t.Config.Model, CreatedAt: t.Created,
-				Turns: t.Turns, Usage: t.Usage, MessageCount: len(t.Messages),
+				ID: t.ID, Executor: t.Executor, Model: t.Model, CreatedAt: t.Created,
+				Turns: t.Turns, Usage: t.Usage, MessageCount: t.Messages,
 			})
 		}
 	}
@@ -235,12 +230,12 @@ func (o *Orchestrator) Delete(ctx context.Context, id string) error {
 		return nil
 	}
 	if s == nil {
-		if _, err := o.cfg.Store.Load(id); err != nil {
+		if _, err := o.cfg.Store.Load(ctx, id); err != nil {
 			return err
 		}
 	}
 	// A live session's transcript may be gone already: it is deleted then.
-	if err := o.cfg.Store.Remove(id); err != nil && (s == nil || !errors.Is(err, ErrNotFound)) {
+	if err := o.cfg.Store.Remove(ctx, id); err != nil && (s == nil || !errors.Is(err, ErrNotFound)) {
 		return err
 	}
 	return nil

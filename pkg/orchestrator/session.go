@@ -93,7 +93,7 @@ func (s *Session) Reconfigure(cfg SessionConfig) error {
 	}
 	cfg.Executor, cfg.Pool, cfg.Workspace, cfg.Directory = s.executor, s.cfg.Pool, s.cfg.Workspace, s.cfg.Directory
 	if st := s.o.cfg.Store; st != nil {
-		if err := st.Append(s.id, transcript.Record{Kind: transcript.KindConfig, Time: time.Now(), Config: &cfg}); err != nil {
+		if err := st.Append(s.ctx, s.id, transcript.Record{Kind: transcript.KindConfig, Time: time.Now(), Config: &cfg}); err != nil {
 			return fmt.Errorf("persist the new configuration: %w", err)
 		}
 	}
@@ -267,7 +267,7 @@ func (s *Session) addMessage(m model.Message, messageID string) error {
 	s.mu.Unlock()
 	s.publish(Event{Kind: EventMessage, Message: &m, MessageID: messageID})
 	if st := s.o.cfg.Store; st != nil {
-		if err := st.Append(s.id, transcript.Record{Kind: transcript.KindMessage, Time: time.Now(), Message: &m, MessageID: messageID}); err != nil {
+		if err := st.Append(context.WithoutCancel(s.ctx), s.id, transcript.Record{Kind: transcript.KindMessage, Time: time.Now(), Message: &m, MessageID: messageID}); err != nil {
 			return fmt.Errorf("persist %s message: %w", m.Role, err)
 		}
 	}

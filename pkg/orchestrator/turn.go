@@ -299,7 +299,7 @@ func (s *Session) finishTurn(res *TurnResult) {
 	if st := s.o.cfg.Store; st != nil {
 		rec := transcript.Record{Kind: transcript.KindTurn, Time: time.Now(),
 			Turn: &transcript.Turn{StopReason: string(res.StopReason), Usage: res.Usage, Requests: res.Requests}}
-		if err := st.Append(s.id, rec); err != nil {
+		if err := st.Append(context.WithoutCancel(s.ctx), s.id, rec); err != nil {
 			s.publishError("persistence", err, false)
 		}
 	}
