@@ -42,6 +42,12 @@ type Executor interface {
 	// it over when the executor has it from before a restart (its calls
 	// are then aborted); events gets its events.
 	Open(ctx context.Context, addr string, req execapi.OpenRequest, events execapi.EventFunc) (execapi.Link, error)
+	// Attach resumes session req.SessionID on the executor at addr after
+	// its event numbered after, keeping its calls running and replaying
+	// its later events to events, or opens it anew when the executor no
+	// longer has it (Hello.Resumed tells which). A replica taking a
+	// session over from another uses it.
+	Attach(ctx context.Context, addr string, req execapi.OpenRequest, after uint64, events execapi.EventFunc) (execapi.Link, error)
 }
 
 // Placer chooses the executor of each new session when an executor

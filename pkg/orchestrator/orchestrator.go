@@ -24,6 +24,7 @@ type Orchestrator struct {
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
+	sweeps sync.WaitGroup // the sweep for expired leases (shared store)
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[string]*Session
@@ -57,9 +58,19 @@ func New(cfg Config) (*Orchestrator, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Replica == "" {
+		cfg.Replica = newReplicaID()
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
 	cfg.Logger = log
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Orchestrator{cfg: cfg, log: log, ctx: ctx, cancel: cancel, sessions: map[string]*Session{}}, nil
+	o := &Orchestrator{cfg: cfg, log: log, ctx: ctx, cancel: cancel, sessions: map[string]*Session{}}
+	if o.shared() {
+		o.sweeps.Go(o.sweep)
+	}
+	return o, nil
 }
 
 // newSessionID returns a fresh random session id.
@@ -131,32 +142,77 @@ func (o *Orchestrator) Session(ctx context.Context, id string) (*Session, error)
 		return nil, err
 	}
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.closed {
+		o.mu.Unlock()
 		return nil, ErrClosed
 	}
 	if s := o.sessions[id]; s != nil {
+		o.mu.Unlock()
+		if s.shared && !s.localBusy() {
+			// Another replica may have run turns since.
+			if err := s.reload(ctx); err != nil {
+				return nil, err
+			}
+		}
 		return s, nil
 	}
+	if o.shared() {
+		// Loading reads the database: other sessions need not wait.
+		o.mu.Unlock()
+		s, err := o.load(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.closed {
+			s.close()
+			return nil, ErrClosed
+		}
+		if prev := o.sessions[id]; prev != nil {
+			s.close()
+			return prev, nil
+		}
+		o.sessions[id] = s
+		return s, nil
+	}
+	defer o.mu.Unlock()
 	if o.cfg.Store == nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
+	s, err := o.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	o.sessions[id] = s
+	return s, nil
+}
+
+// load makes the session id from its transcript in the store.
+func (o *Orchestrator) load(ctx context.Context, id string) (*Session, error) {
 	t, err := o.cfg.Store.Load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	s := newSession(o, id, t.Config, t.Created)
-	// Calls the executor may still run for this session from before the
-	// restart are aborted when it connects: the link takes the executor's
-	// session over (see Executor.Open).
 	s.messages, s.nturns, s.usage = t.Messages, t.Turns, t.Usage
-	if err := s.repair(); err != nil {
+	if s.shared {
+		// Its turn may run on another replica, or wait to be taken over:
+		// the transcript is theirs to complete.
+		last, err := o.cfg.Store.LastEvent(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		s.events.restart(last)
+	} else if err := s.repair(); err != nil {
+		// Calls the executor may still run for this session from before
+		// the restart are aborted when it connects: the link takes the
+		// executor's session over (see Executor.Open).
 		return nil, err
 	}
 	if o.cfg.Placer != nil && t.Config.Pool != "" {
 		s.release = o.cfg.Placer.Hold(t.Config.Pool, t.Config.Executor)
 	}
-	o.sessions[id] = s
 	s.log.Info("session resumed from transcript", "messages", len(s.messages), "turns", s.nturns)
 	return s, nil
 }
@@ -264,7 +320,16 @@ func (o *Orchestrator) Close() error {
 	}
 	o.sessions = map[string]*Session{}
 	o.mu.Unlock()
+	if o.shared() {
+		// Running turns go on on another replica rather than end here.
+		var wg sync.WaitGroup
+		for _, s := range all {
+			wg.Go(s.handOver)
+		}
+		wg.Wait()
+	}
 	o.cancel()
+	o.sweeps.Wait()
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Go(s.close)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
@@ -26,6 +27,12 @@ type Session struct {
 	cancel context.CancelFunc
 	turns  sync.WaitGroup // running turns
 
+	// shared: the store is shared with replicas (see replica.go). fenced:
+	// another replica runs the session's turn now; this one must not
+	// write to the store.
+	shared bool
+	fenced atomic.Bool
+
 	linkMu sync.Mutex // guards the fields below; held while connecting
 	link   execapi.Link
 	tools  []model.Tool
@@ -41,17 +48,23 @@ type Session struct {
 	executor string   // address of the executor the session runs on
 	release  func()   // frees the session's place on a pooled executor; may be nil
 	notes    []string // task notifications not yet told to the model
+	endLease func()   // stops renewing the running turn's lease; nil otherwise
 	closed   bool
 }
 
 func newSession(o *Orchestrator, id string, cfg SessionConfig, created time.Time) *Session {
 	ctx, cancel := context.WithCancel(o.ctx)
-	return &Session{
+	s := &Session{
 		o: o, id: id, cfg: cfg, created: created, executor: cfg.Executor,
 		log:    o.log.With("session_id", id),
 		events: newEventLog(o.cfg.EventBacklog),
 		ctx:    ctx, cancel: cancel,
+		shared: o.shared(),
 	}
+	if s.shared {
+		s.events.persist, s.events.failed = s.persistEvent, s.eventFailed
+	}
+	return s
 }
 
 // ID returns the session id.
@@ -120,11 +133,25 @@ func (s *Session) executorAddr() string {
 // Info describes the session.
 func (s *Session) Info() Info {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return Info{
+	info := Info{
 		ID: s.id, Executor: s.executor, Model: s.model(), CreatedAt: s.created,
 		Turns: s.nturns, Usage: s.usage, MessageCount: len(s.messages), Busy: s.busy,
 	}
+	s.mu.Unlock()
+	if s.shared && !info.Busy {
+		// Another replica may run its turn.
+		ctx, cancel := context.WithTimeout(s.ctx, storeTimeout)
+		holder, _, err := s.o.cfg.Store.Lease(ctx, s.id)
+		cancel()
+		info.Busy = err == nil && holder != ""
+	}
+	return info
+}
+
+func (s *Session) localBusy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy
 }
 
 func (s *Session) model() string {
@@ -144,7 +171,11 @@ func (s *Session) Messages() []model.Message {
 // Subscribe returns a reader of the session's events with sequence numbers
 // above after that are still held, then of every new event.
 func (s *Session) Subscribe(after uint64) *Subscription {
-	return &Subscription{log: s.events, after: after}
+	sub := &Subscription{log: s.events, after: after}
+	if s.shared {
+		sub.shared = &storedEvents{store: s.o.cfg.Store, id: s.id}
+	}
+	return sub
 }
 
 // LastSequence returns the sequence number of the newest event.
@@ -189,44 +220,63 @@ func (e errInterrupted) Error() string {
 // Run runs one turn for the user's text and returns when it ended. Canceling
 // ctx interrupts the turn like Interrupt.
 func (s *Session) Run(ctx context.Context, text string) (*TurnResult, error) {
-	turnCtx, err := s.begin(ctx)
+	turnCtx, err := s.begin(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	defer s.turns.Done()
-	return s.turn(turnCtx, text), nil
+	return s.turn(turnCtx, text, false), nil
 }
 
 // Start runs one turn in the background; follow it with Subscribe.
 func (s *Session) Start(text string) error {
-	turnCtx, err := s.begin(s.ctx)
+	turnCtx, err := s.begin(s.ctx, false)
 	if err != nil {
 		return err
 	}
 	go func() {
 		defer s.turns.Done()
-		s.turn(turnCtx, text)
+		s.turn(turnCtx, text, false)
 	}()
 	return nil
 }
 
 // begin marks the session busy and returns the turn's context. The caller
-// must call s.turns.Done when the turn is over.
-func (s *Session) begin(ctx context.Context) (context.Context, error) {
+// must call s.turns.Done when the turn is over. With a shared store the
+// turn runs under the session's lease: taken here (ErrBusy, a *LeaseError,
+// when another replica runs a turn), or, for a turn taken over, taken
+// already by the sweep.
+func (s *Session) begin(ctx context.Context, takenOver bool) (context.Context, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	switch {
 	case s.closed:
+		s.mu.Unlock()
 		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
 	case s.busy:
+		s.mu.Unlock()
 		return nil, fmt.Errorf("session %s: %w", s.id, ErrBusy)
 	}
+	s.busy = true
+	s.turns.Add(1)
+	s.mu.Unlock()
+	if s.shared {
+		if err := s.lease(ctx, takenOver); err != nil {
+			s.mu.Lock()
+			s.busy = false
+			s.mu.Unlock()
+			s.turns.Done()
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	// A turn ends with the session even when its caller's ctx lives on.
 	turnCtx, stop := context.WithCancelCause(ctx)
 	stopAfter := context.AfterFunc(s.ctx, func() { stop(ErrClosed) })
-	s.busy = true
 	s.stopTurn = func(cause error) { stopAfter(); stop(cause) }
-	s.turns.Add(1)
+	if s.shared {
+		s.endLease = s.holdLease(turnCtx, stop)
+	}
 	return turnCtx, nil
 }
 
@@ -266,6 +316,9 @@ func (s *Session) addMessage(m model.Message, messageID string) error {
 	s.messages = transcript.AppendMessage(s.messages, m)
 	s.mu.Unlock()
 	s.publish(Event{Kind: EventMessage, Message: &m, MessageID: messageID})
+	if s.fenced.Load() {
+		return fmt.Errorf("persist %s message: session %s: %w", m.Role, s.id, ErrLeaseLost)
+	}
 	if st := s.o.cfg.Store; st != nil {
 		if err := st.Append(context.WithoutCancel(s.ctx), s.id, transcript.Record{Kind: transcript.KindMessage, Time: time.Now(), Message: &m, MessageID: messageID}); err != nil {
 			return fmt.Errorf("persist %s message: %w", m.Role, err)
@@ -304,7 +357,13 @@ func (s *Session) close() {
 	s.events.close()
 	s.linkMu.Lock()
 	if s.link != nil {
-		s.link.Close()
+		if s.shared {
+			// Other replicas serve the session too: its executor session
+			// stays for them.
+			s.link.Detach()
+		} else {
+			s.link.Close()
+		}
 	}
 	s.linkMu.Unlock()
 	if st := s.o.cfg.Store; st != nil {
