@@ -68,7 +68,8 @@ func Binaries() string {
 }
 
 // DSN returns the connection string of a new, empty database for t,
-// dropped when t ends.
+// dropped when t ends: a postgres:// URL when TOOLWIRE_PG_DSN is one, as
+// it is for the throwaway cluster.
 func DSN(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("TOOLWIRE_PG_DSN")
@@ -188,7 +189,7 @@ func startCluster(bin string) (*server, error) {
 		return nil, fmt.Errorf("%w\n%s", err, log)
 	}
 	s := &server{dir: dir,
-		base: fmt.Sprintf("host=%s user=toolwire dbname=postgres sslmode=disable", dir)}
+		base: fmt.Sprintf("postgres://toolwire@/postgres?host=%s&sslmode=disable", dir)}
 	s.stopCmd = func() error { return run("pg_ctl", "stop", "-m", "immediate", "-D", data) }
 	return s, nil
 }
