@@ -150,7 +150,7 @@ func (o *Orchestrator) Session(ctx context.Context, id string) (*Session, error)
 		o.mu.Unlock()
 		if s.shared && !s.localBusy() {
 			// Another replica may have run turns since.
-			if err := s.reload(ctx); err != nil {
+			if err := s.reload(ctx, false); err != nil {
 				return nil, err
 			}
 		}
@@ -239,14 +239,18 @@ func (s *Session) repair() error {
 
 // List describes every session, live or stored, newest first.
 func (o *Orchestrator) List(ctx context.Context) ([]Info, error) {
-	o.mu.Lock()
 	var infos []Info
 	seen := map[string]bool{}
-	for id, s := range o.sessions {
-		infos = append(infos, s.Info())
-		seen[id] = true
+	// With a shared store, what other replicas did is in the store only:
+	// every session is listed from it.
+	if !o.shared() {
+		o.mu.Lock()
+		for id, s := range o.sessions {
+			infos = append(infos, s.Info())
+			seen[id] = true
+		}
+		o.mu.Unlock()
 	}
-	o.mu.Unlock()
 	if o.cfg.Store != nil {
 		sums, err := o.cfg.Store.List(ctx)
 		if err != nil {

@@ -102,9 +102,10 @@ func (o *Orchestrator) takeOver(id string) {
 	}()
 }
 
-// reload brings a session that runs no turn here up to date with the
-// store: another replica may have run turns since.
-func (s *Session) reload(ctx context.Context) error {
+// reload brings a session up to date with the store: another replica may
+// have run turns since. Unless forTurn (the turn starting here, which
+// holds the lease, reloads), a session running a turn here is left alone.
+func (s *Session) reload(ctx context.Context, forTurn bool) error {
 	st := s.o.cfg.Store
 	t, err := st.Load(ctx, s.id)
 	if err != nil {
@@ -116,7 +117,7 @@ func (s *Session) reload(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.busy {
+	if s.busy && !forTurn {
 		return nil
 	}
 	s.messages, s.nturns, s.usage = t.Messages, t.Turns, t.Usage
@@ -378,7 +379,7 @@ func (s *Session) lease(ctx context.Context, takenOver bool) error {
 			return fmt.Errorf("session %s: %w", s.id, err)
 		}
 	}
-	if err := s.reload(ctx); err != nil {
+	if err := s.reload(ctx, true); err != nil {
 		_ = st.EndLease(context.WithoutCancel(ctx), s.id, s.o.cfg.Replica)
 		return err
 	}
