@@ -36,8 +36,9 @@ type replica struct {
 }
 
 // startReplica runs `orchestrator serve` with the store from
-// TOOLWIRE_STORE (the way a Kubernetes Secret gives it) and a short lease.
-func startReplica(t *testing.T, fake *fakeapi.Server, dsn, name, executor string) *replica {
+// TOOLWIRE_STORE (the way a Kubernetes Secret gives it) and a short lease;
+// with dsn empty, on transcript files instead.
+func startReplica(t testing.TB, fake *fakeapi.Server, dsn, name, executor string) *replica {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -45,8 +46,12 @@ func startReplica(t *testing.T, fake *fakeapi.Server, dsn, name, executor string
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(orchestratorBin, "serve", "--listen", addr, "--insecure", "--replica", name, "--lease-ttl", "2s",
-		"--executor", executor, "--executor-insecure", "--log-format", "json")
+	args := []string{"serve", "--listen", addr, "--insecure", "--replica", name, "--lease-ttl", "2s",
+		"--executor", executor, "--executor-insecure", "--log-format", "json", "--log-level", "warn"}
+	if dsn == "" {
+		args = append(args, "--sessions-dir", t.TempDir())
+	}
+	cmd := exec.Command(orchestratorBin, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "ANTHROPIC_API_KEY=k",
 		"ANTHROPIC_BASE_URL=" + fake.URL, "TOOLWIRE_STORE=" + dsn}
 	r := &replica{name: name, addr: addr, cmd: cmd, logs: &bytes.Buffer{}}
@@ -83,7 +88,7 @@ func (r *replica) kill(t *testing.T) {
 	_ = r.cmd.Wait()
 }
 
-func dial(t *testing.T, addr string) orchv1.OrchestratorServiceClient {
+func dial(t testing.TB, addr string) orchv1.OrchestratorServiceClient {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -143,7 +143,9 @@ func (s *Session) Info() Info {
 		ctx, cancel := context.WithTimeout(s.ctx, storeTimeout)
 		holder, _, err := s.o.cfg.Store.Lease(ctx, s.id)
 		cancel()
-		info.Busy = err == nil && holder != ""
+		// This replica's own lease outlives its turn by the moment it
+		// takes to free it.
+		info.Busy = err == nil && holder != "" && holder != s.o.cfg.Replica
 	}
 	return info
 }
