@@ -1,7 +1,9 @@
 # PostgreSQL for the orchestrator replicas of docker-compose.yml's
-# "replicas" profile: Debian's postgresql package on the local base image
-# (scripts/base-image), so no registry image is pulled; the package comes
-# from the Debian mirror apt uses.
+# "replicas" profile: Debian's postgresql package. Built on the local base
+# image made with it (TOOLWIRE_BASE_IMAGE=toolwire/base-db:bookworm
+# TOOLWIRE_BASE_EXTRA=postgresql,haproxy scripts/base-image, then
+# BASE=toolwire/base-db:bookworm) it pulls nothing and installs nothing; on
+# Debian's slim image it installs the package with apt.
 #
 # The entry point makes the cluster on first start (the superuser
 # "toolwire" with the password $POSTGRES_PASSWORD, the database
@@ -11,9 +13,11 @@
 ARG BASE=debian:12.15-slim
 FROM ${BASE}
 RUN set -eu; \
-    apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
-    rm -rf /var/lib/apt/lists/* /var/lib/postgresql/15/main; \
+    if [ ! -x /usr/lib/postgresql/15/bin/postgres ]; then \
+        apt-get update; \
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
+        rm -rf /var/lib/apt/lists/*; \
+    fi /var/lib/postgresql/15/main; \
     mkdir -p /var/lib/postgresql/data; \
     chown postgres:postgres /var/lib/postgresql/data; \
     chmod 0700 /var/lib/postgresql/data
