@@ -20,6 +20,8 @@ type fileStore struct {
 	bindings map[string]Binding
 	leases   map[string]fileLease
 	events   map[string][]StoredEvent
+	notes    map[int]func(Note) // listeners, by a number of their own
+	nextNote int
 }
 
 type fileLease struct {
@@ -30,7 +32,8 @@ type fileLease struct {
 // FileStore returns a Store over the transcript files of st, for a single
 // process. Closing it closes st.
 func FileStore(st *transcript.Store) Store {
-	return &fileStore{files: st, bindings: map[string]Binding{}, leases: map[string]fileLease{}, events: map[string][]StoredEvent{}}
+	return &fileStore{files: st, bindings: map[string]Binding{}, leases: map[string]fileLease{}, events: map[string][]StoredEvent{},
+		notes: map[int]func(Note){}}
 }
 
 func (f *fileStore) Create(_ context.Context, id string, cfg SessionConfig, created time.Time) error {
@@ -207,6 +210,33 @@ func (f *fileStore) LastEvent(_ context.Context, id string) (uint64, error) {
 		return 0, nil
 	}
 	return evs[len(evs)-1].Seq, nil
+}
+
+func (f *fileStore) Notify(_ context.Context, n Note) error {
+	f.mu.Lock()
+	var fs []func(Note)
+	for _, fn := range f.notes {
+		fs = append(fs, fn)
+	}
+	f.mu.Unlock()
+	for _, fn := range fs {
+		fn(n)
+	}
+	return nil
+}
+
+func (f *fileStore) Listen(ctx context.Context, ready func(), fn func(Note)) error {
+	f.mu.Lock()
+	key := f.nextNote
+	f.nextNote++
+	f.notes[key] = fn
+	f.mu.Unlock()
+	ready()
+	<-ctx.Done()
+	f.mu.Lock()
+	delete(f.notes, key)
+	f.mu.Unlock()
+	return ctx.Err()
 }
 
 func (f *fileStore) Shared() bool { return false }

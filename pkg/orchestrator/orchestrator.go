@@ -69,6 +69,14 @@ func New(cfg Config) (*Orchestrator, error) {
 	o := &Orchestrator{cfg: cfg, log: log, ctx: ctx, cancel: cancel, sessions: map[string]*Session{}}
 	if o.shared() {
 		o.sweeps.Go(o.sweep)
+		listening := make(chan struct{})
+		o.sweeps.Go(func() { o.listen(listening) })
+		// Notes sent from now on reach this replica.
+		select {
+		case <-listening:
+		case <-time.After(storeTimeout):
+			log.Warn("not yet listening for interrupts and decisions from other replicas")
+		}
 	}
 	return o, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
@@ -75,6 +76,51 @@ func (o *Orchestrator) sweep() {
 			}
 		}
 	}
+}
+
+// listen hands the notes of other replicas (interrupts, permission
+// decisions) to the turns they are for, if this replica runs them, until
+// the orchestrator closes; ready is closed once it listens.
+func (o *Orchestrator) listen(ready chan struct{}) {
+	var once sync.Once
+	for o.ctx.Err() == nil {
+		err := o.cfg.Store.Listen(o.ctx, func() { once.Do(func() { close(ready) }) }, o.note)
+		if o.ctx.Err() != nil {
+			return
+		}
+		o.log.Warn("listening for notes of other replicas; listening again in a second", "err", err)
+		select {
+		case <-o.ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// note applies a note to the turn it is for, if it runs here.
+func (o *Orchestrator) note(n Note) {
+	o.mu.Lock()
+	s := o.sessions[n.SessionID]
+	o.mu.Unlock()
+	if s == nil || !s.localBusy() {
+		return
+	}
+	switch {
+	case n.Interrupt != nil:
+		s.log.Info("interrupt from another replica", "reason", *n.Interrupt)
+		s.Interrupt(*n.Interrupt)
+	case n.Decision != nil:
+		if err := s.Decide(*n.Decision); err != nil {
+			s.log.Warn("permission decision from another replica", "err", err)
+		}
+	}
+}
+
+// notify sends n for the replica running the session's turn.
+func (s *Session) notify(n Note) error {
+	ctx, cancel := context.WithTimeout(s.ctx, storeTimeout)
+	defer cancel()
+	n.SessionID = s.id
+	return s.o.cfg.Store.Notify(ctx, n)
 }
 
 // takeOver continues the turn of session id, whose lease this replica has

@@ -141,3 +141,46 @@ func TestReplicasServeAnySession(t *testing.T) {
 		t.Errorf("r0 after r1 deleted the session: %v, want ErrNotFound", err)
 	}
 }
+
+// TestReplicaInterruptReachesTheTurn: an interrupt that reaches a replica
+// not running the turn stops it on the replica that does.
+func TestReplicaInterruptReachesTheTurn(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	fake := fakeapi.New(t, fakeapi.EndTurn(fakeapi.Block{Type: "text", Text: "never", Wait: gate}))
+	rs := replicas(t, fake, 2)
+	ctx := context.Background()
+	s0, err := rs[0].Create(ctx, "s1", orchestrator.SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := rs[1].Session(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := s1.Subscribe(s1.LastSequence())
+	if err := s0.Start("wait"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	s1.Interrupt("from r1")
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == orchestrator.EventTurnComplete {
+			if ev.Turn.StopReason != orchestrator.StopInterrupted {
+				t.Errorf("turn ended %s, want interrupted", ev.Turn.StopReason)
+			}
+			break
+		}
+	}
+	msgs := s0.Messages()
+	last := msgs[len(msgs)-1]
+	if b := last.Content[len(last.Content)-1]; last.Role != model.RoleUser || b.Text != "[Request interrupted by user]" {
+		t.Errorf("last message %+v, want it to end with the interrupt note", last)
+	}
+}

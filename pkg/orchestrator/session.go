@@ -285,12 +285,21 @@ func (s *Session) begin(ctx context.Context, takenOver bool) (context.Context, e
 // Interrupt stops the running turn: the model stream ends, every running
 // call is aborted, and every tool_use still gets a tool_result. It does
 // nothing between turns.
+//
+// With replicas, an interrupt for a turn that runs on another replica is
+// sent there.
 func (s *Session) Interrupt(reason string) {
 	s.mu.Lock()
 	stop := s.stopTurn
 	s.mu.Unlock()
 	if stop != nil {
 		stop(errInterrupted{reason})
+		return
+	}
+	if s.shared {
+		if err := s.notify(Note{Interrupt: &reason}); err != nil {
+			s.log.Warn("send the interrupt to the replica running the turn", "err", err)
+		}
 	}
 }
 
@@ -302,6 +311,11 @@ func (s *Session) Decide(d execapi.PermissionDecision) error {
 	s.linkMu.Lock()
 	l := s.link
 	s.linkMu.Unlock()
+	if s.shared && !s.localBusy() {
+		// The turn runs on another replica, if any: the decision goes there.
+		d := d
+		return s.notify(Note{Decision: &d})
+	}
 	if l == nil {
 		return fmt.Errorf("session %s: %w", s.id, ErrExecutorUnavailable)
 	}

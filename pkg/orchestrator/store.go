@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 )
 
@@ -73,6 +74,14 @@ type Store interface {
 	// when none).
 	LastEvent(ctx context.Context, id string) (uint64, error)
 
+	// Notify sends a note to every replica that listens (Listen), this one
+	// included: how an interrupt or a permission decision that reaches one
+	// replica gets to the replica running the session's turn.
+	Notify(ctx context.Context, n Note) error
+	// Listen calls f with every note sent, from the moment it calls ready,
+	// until ctx ends or the store fails.
+	Listen(ctx context.Context, ready func(), f func(Note)) error
+
 	// Shared reports whether other processes use the store too (replicas):
 	// sessions then keep their events in it, run each turn under a lease,
 	// and take turns over from replicas that are gone.
@@ -90,6 +99,16 @@ type Binding struct {
 	// Seq is the sequence number of the newest executor event handled: a
 	// replica that takes the conversation over resumes after it.
 	Seq uint64
+}
+
+// Note is a request for the replica that runs a session's turn.
+type Note struct {
+	// SessionID names the session.
+	SessionID string `json:"session_id"`
+	// Interrupt, when set, stops the turn with this reason.
+	Interrupt *string `json:"interrupt,omitempty"`
+	// Decision, when set, answers a permission request of the turn.
+	Decision *execapi.PermissionDecision `json:"decision,omitempty"`
 }
 
 // StoredEvent is a session event as a store keeps it.

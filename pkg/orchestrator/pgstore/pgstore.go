@@ -31,7 +31,11 @@ import (
 // Store is an orchestrator.Store in PostgreSQL.
 type Store struct {
 	pool *pgxpool.Pool
+	conn *pgx.ConnConfig // of the pool's connections, for Listen's own
 }
+
+// notesChannel is the NOTIFY channel of orchestrator.Notes.
+const notesChannel = "toolwire_notes"
 
 var _ orchestrator.Store = (*Store)(nil)
 
@@ -67,7 +71,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.Logger != nil && len(applied) > 0 {
 		opts.Logger.Info("postgres schema migrated", "applied", applied)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, conn: cfg.ConnConfig}, nil
 }
 
 // Shared is true: replicas share the database.
@@ -410,6 +414,42 @@ func (st *Store) Events(ctx context.Context, id string, after uint64, limit int)
 		return nil, fmt.Errorf("events of session %s: %w", id, err)
 	}
 	return out, nil
+}
+
+// Notify sends n with NOTIFY.
+func (st *Store) Notify(ctx context.Context, n orchestrator.Note) error {
+	payload, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	if _, err := st.pool.Exec(ctx, "SELECT pg_notify($1, $2)", notesChannel, string(payload)); err != nil {
+		return fmt.Errorf("notify session %s: %w", n.SessionID, err)
+	}
+	return nil
+}
+
+// Listen LISTENs on a connection of its own.
+func (st *Store) Listen(ctx context.Context, ready func(), f func(orchestrator.Note)) error {
+	conn, err := pgx.ConnectConfig(ctx, st.conn.Copy())
+	if err != nil {
+		return fmt.Errorf("listen for notes: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+notesChannel); err != nil {
+		return fmt.Errorf("listen for notes: %w", err)
+	}
+	ready()
+	for {
+		msg, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return fmt.Errorf("listen for notes: %w", err)
+		}
+		var n orchestrator.Note
+		if err := json.Unmarshal([]byte(msg.Payload), &n); err != nil {
+			continue // not one of ours
+		}
+		f(n)
+	}
 }
 
 // LastEvent reads the newest event's sequence number.

@@ -38,6 +38,7 @@ func Run(t *testing.T, open Factory) {
 		{"LeaseExpiry", testLeaseExpiry},
 		{"Events", testEvents},
 		{"EventRace", testEventRace},
+		{"Notes", testNotes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -396,6 +397,53 @@ func testEvents(t *testing.T, st orchestrator.Store) {
 	}
 	if last, err := st.LastEvent(ctx, "s1"); err != nil || last != 3 {
 		t.Errorf("last event %d %v, want 3", last, err)
+	}
+}
+
+// testNotes: every listener gets every note, in order, from the moment
+// it is ready.
+func testNotes(t *testing.T, st orchestrator.Store) {
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	type listener struct {
+		ready chan struct{}
+		got   chan orchestrator.Note
+		done  chan error
+	}
+	var ls []*listener
+	for range 2 {
+		l := &listener{ready: make(chan struct{}), got: make(chan orchestrator.Note, 10), done: make(chan error, 1)}
+		go func() {
+			l.done <- st.Listen(lctx, func() { close(l.ready) }, func(n orchestrator.Note) { l.got <- n })
+		}()
+		<-l.ready
+		ls = append(ls, l)
+	}
+	reason := "stop it"
+	sent := []orchestrator.Note{
+		{SessionID: "s1", Interrupt: &reason},
+		{SessionID: "s2", Decision: &execapi.PermissionDecision{ToolUseID: "toolu_1", Behavior: execapi.PermissionAllowOnce}},
+	}
+	for _, n := range sent {
+		if err := st.Notify(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, l := range ls {
+		for _, want := range sent {
+			select {
+			case got := <-l.got:
+				if mustJSON(t, got) != mustJSON(t, want) {
+					t.Errorf("listener %d got %s, want %s", i, mustJSON(t, got), mustJSON(t, want))
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("listener %d: no note", i)
+			}
+		}
+	}
+	stop()
+	for _, l := range ls {
+		<-l.done
 	}
 }
 
