@@ -17,7 +17,8 @@ RUN set -eu; \
         apt-get update; \
         DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
         rm -rf /var/lib/apt/lists/*; \
-    fi /var/lib/postgresql/15/main; \
+    fi; \
+    rm -rf /var/lib/postgresql/15/main; \
     mkdir -p /var/lib/postgresql/data; \
     chown postgres:postgres /var/lib/postgresql/data; \
     chmod 0700 /var/lib/postgresql/data
