@@ -350,3 +350,86 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// TestHandOverOnSIGTERM: a replica that is stopped (a node drain, a
+// rollout) in the middle of a turn hands it over: another replica takes it
+// over at once and completes it, and the running call, which the stopped
+// replica did not abort, runs once.
+func TestHandOverOnSIGTERM(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	root := sandboxtest.Dir(t)
+	toolsvc := startToolsvc(t, root)
+	const sleepArg = "3.1427"
+	fake := fakeapi.New(t,
+		fakeapi.ToolTurn(fakeapi.ToolUse("toolu_drain", "Bash", map[string]any{
+			"command": "printf 'x\\n' >> ledger.toolu_drain; sleep " + sleepArg + "; echo drained"})),
+		fakeapi.EndTurn(fakeapi.Text("Finished elsewhere.")),
+	)
+	a := startReplica(t, fake, dsn, "a", toolsvc)
+	b := startReplica(t, fake, dsn, "b", toolsvc)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := dial(t, a.addr).CreateSession(ctx, &orchv1.CreateSessionRequest{SessionId: "drain", Config: &orchv1.SessionConfig{
+		Settings: &executorv1.Settings{Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	stream := follow(t, ctx, a.addr, "drain", 0, "run it")
+	var last uint64
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = r.GetSequence()
+		if r.GetToolUse() != nil {
+			break
+		}
+	}
+	for len(pidsWith(sleepArg)) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the Bash call never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cmd.Wait(); err != nil {
+		t.Fatalf("replica a exited with %v after SIGTERM", err)
+	}
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			break
+		}
+		last = r.GetSequence()
+	}
+	if len(pidsWith(sleepArg)) == 0 {
+		t.Fatal("the stopped replica aborted the call it handed over")
+	}
+	stream = follow(t, ctx, b.addr, "drain", last, "")
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("on b: %v", err)
+		}
+		if r.GetSequence() <= last {
+			t.Fatalf("event %d after %d", r.GetSequence(), last)
+		}
+		last = r.GetSequence()
+		if tc := r.GetTurnComplete(); tc != nil {
+			if tc.GetText() != "Finished elsewhere." {
+				t.Fatalf("turn complete: %v", tc)
+			}
+			break
+		}
+	}
+	if ledger, err := os.ReadFile(filepath.Join(root, "ledger.toolu_drain")); err != nil || string(ledger) != "x\n" {
+		t.Errorf("ledger: %q %v, want one run", ledger, err)
+	}
+	msgs := fake.Requests()[1].Body.Messages
+	if len(msgs) != 3 || msgs[2].Content[0].Content[0].Text != "drained" {
+		t.Errorf("the request after the call carries %s", mustJSON(t, msgs))
+	}
+}
