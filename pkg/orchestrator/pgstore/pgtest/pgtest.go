@@ -38,7 +38,7 @@ var (
 type server struct {
 	dir  string // data directory's parent, socket directory and log
 	base string // connection string of the maintenance database
-	// stopCmd stops the cluster at once (pg_ctl stop -m immediate).
+	// stopCmd stops the cluster at once (SIGQUIT: immediate shutdown).
 	stopCmd func() error
 }
 
@@ -182,16 +182,54 @@ func startCluster(bin string) (*server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	opts := fmt.Sprintf("-k %s -c listen_addresses='' -F -c max_connections=200", dir)
-	if err := run("pg_ctl", "start", "-w", "-t", "60", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+	// postgres itself, not pg_ctl, so that it is a child of the test binary
+	// and gets SIGQUIT (immediate shutdown) when the binary dies, also when
+	// go test kills it at its timeout.
+	logf, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("%w\n%s", err, log)
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-c", "listen_addresses=",
+		"-F", "-c", "max_connections=200")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGQUIT}
+	if asNobody {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		os.RemoveAll(dir)
+		return nil, err
 	}
 	s := &server{dir: dir,
 		base: fmt.Sprintf("postgres://toolwire@/postgres?host=%s&sslmode=disable", dir)}
-	s.stopCmd = func() error { return run("pg_ctl", "stop", "-m", "immediate", "-D", data) }
-	return s, nil
+	s.stopCmd = func() error {
+		defer logf.Close()
+		if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+			return err
+		}
+		_ = cmd.Wait()
+		return nil
+	}
+	// Ready once it accepts a connection.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		conn, err := pgx.Connect(ctx, s.base)
+		cancel()
+		if err == nil {
+			conn.Close(context.Background())
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			_ = s.stopCmd()
+			log, _ := os.ReadFile(filepath.Join(dir, "log"))
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("postgres did not accept connections within a minute: %w\n%s", err, log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (s *server) stop() {
