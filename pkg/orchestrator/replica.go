@@ -141,6 +141,17 @@ func (o *Orchestrator) takeOver(id string) {
 		fail(err)
 		return
 	}
+	s.mu.Lock()
+	open := s.turnOpen
+	s.mu.Unlock()
+	if !open {
+		// The replica died before the turn's first message was stored (or
+		// after its end was): there is nothing to go on with, and the
+		// client's message, never stored, must be sent again.
+		log.Warn("an expired lease with no turn under way; freeing it")
+		s.abandon()
+		return
+	}
 	log.Warn("taking over a turn whose replica is gone", "replica", o.cfg.Replica)
 	go func() {
 		defer s.turns.Done()
@@ -167,6 +178,7 @@ func (s *Session) reload(ctx context.Context, forTurn bool) error {
 		return nil
 	}
 	s.messages, s.nturns, s.usage = t.Messages, t.Turns, t.Usage
+	s.turnOpen = t.Open
 	s.executor = t.Config.Executor
 	s.events.restart(last)
 	return nil
@@ -474,6 +486,20 @@ func (s *Session) releaseLease() {
 	if err := s.o.cfg.Store.EndLease(ctx, s.id, s.o.cfg.Replica); err != nil {
 		s.log.Warn("end the turn's lease", "err", err)
 	}
+}
+
+// abandon ends a turn taken over that has nothing to do, writing nothing
+// but the freed lease.
+func (s *Session) abandon() {
+	s.mu.Lock()
+	s.busy = false
+	if s.stopTurn != nil {
+		s.stopTurn(nil)
+		s.stopTurn = nil
+	}
+	s.mu.Unlock()
+	s.releaseLease()
+	s.turns.Done()
 }
 
 // handOver stops the running turn without ending it, for another replica

@@ -17,7 +17,7 @@ import (
 
 // replicas starts n orchestrators on one PostgreSQL and one in-process
 // executor, named r0, r1, ...
-func replicas(t *testing.T, fake *fakeapi.Server, n int) []*orchestrator.Orchestrator {
+func replicas(t *testing.T, fake *fakeapi.Server, n int) ([]*orchestrator.Orchestrator, string) {
 	t.Helper()
 	dsn := pgtest.DSN(t)
 	emb, err := embedded.Start(context.Background(), embedded.Config{Root: sandboxtest.Dir(t)})
@@ -49,7 +49,7 @@ func replicas(t *testing.T, fake *fakeapi.Server, n int) []*orchestrator.Orchest
 		})
 		out = append(out, o)
 	}
-	return out
+	return out, dsn
 }
 
 // TestReplicasServeAnySession: a session created on one replica is served
@@ -62,7 +62,7 @@ func TestReplicasServeAnySession(t *testing.T) {
 		fakeapi.EndTurn(fakeapi.Text("hi from r1")),
 		fakeapi.EndTurn(fakeapi.Block{Type: "text", Text: "held on r0", Wait: gate}),
 	)
-	rs := replicas(t, fake, 2)
+	rs, _ := replicas(t, fake, 2)
 	ctx := context.Background()
 	if _, err := rs[0].Create(ctx, "s1", orchestrator.SessionConfig{}); err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestReplicaInterruptReachesTheTurn(t *testing.T) {
 	gate := make(chan struct{})
 	defer close(gate)
 	fake := fakeapi.New(t, fakeapi.EndTurn(fakeapi.Block{Type: "text", Text: "never", Wait: gate}))
-	rs := replicas(t, fake, 2)
+	rs, _ := replicas(t, fake, 2)
 	ctx := context.Background()
 	s0, err := rs[0].Create(ctx, "s1", orchestrator.SessionConfig{})
 	if err != nil {
@@ -182,5 +182,53 @@ func TestReplicaInterruptReachesTheTurn(t *testing.T) {
 	last := msgs[len(msgs)-1]
 	if b := last.Content[len(last.Content)-1]; last.Role != model.RoleUser || b.Text != "[Request interrupted by user]" {
 		t.Errorf("last message %+v, want it to end with the interrupt note", last)
+	}
+}
+
+// TestExpiredLeaseWithoutATurn: a replica that took a session's lease and
+// died before the turn's first message was stored leaves nothing to go on
+// with: another replica frees the lease without writing anything, and the
+// next turn runs.
+func TestExpiredLeaseWithoutATurn(t *testing.T) {
+	fake := fakeapi.New(t, fakeapi.EndTurn(fakeapi.Text("first")), fakeapi.EndTurn(fakeapi.Text("second")))
+	rs, dsn := replicas(t, fake, 1)
+	ctx := context.Background()
+	s, err := rs[0].Create(ctx, "s1", orchestrator.SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Run(ctx, "one"); err != nil || res.Text != "first" {
+		t.Fatalf("first turn: %+v %v", res, err)
+	}
+	ghost, err := pgstore.Open(ctx, dsn, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ghost.Close()
+	if err := ghost.Acquire(ctx, "s1", "ghost", time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		holder, _, err := ghost.Lease(ctx, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if holder == "" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if res, err := s.Run(ctx, "two"); err != nil || res.Text != "second" {
+		t.Fatalf("second turn: %+v %v", res, err)
+	}
+	tr, err := ghost.Load(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Turns != 2 || len(tr.Messages) != 4 || tr.Open {
+		t.Errorf("transcript: %d turns, %d messages, open %v; want 2, 4, false", tr.Turns, len(tr.Messages), tr.Open)
+	}
+	if n := len(fake.Requests()); n != 2 {
+		t.Errorf("%d model requests, want 2", n)
 	}
 }

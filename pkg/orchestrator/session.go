@@ -49,6 +49,7 @@ type Session struct {
 	release  func()   // frees the session's place on a pooled executor; may be nil
 	notes    []string // task notifications not yet told to the model
 	endLease func()   // stops renewing the running turn's lease; nil otherwise
+	turnOpen bool     // the stored transcript shows a turn that has not ended (shared store)
 	closed   bool
 }
 

@@ -141,6 +141,13 @@ func testRoundTrip(t *testing.T, st orchestrator.Store) {
 	if got.Config.Model != "claude-other" || got.Config.MaxTurns != 3 {
 		t.Errorf("after a config record: model %q max turns %d", got.Config.Model, got.Config.MaxTurns)
 	}
+	if got.Open {
+		t.Error("a transcript whose last message is followed by a turn record is open")
+	}
+	appendMsg(t, st, "s1", user("a turn begins"))
+	if got, err = st.Load(ctx, "s1"); err != nil || !got.Open {
+		t.Errorf("a transcript with a message after its last turn record: open %v, %v", got.Open, err)
+	}
 }
 
 func mustJSON(t *testing.T, v any) string {

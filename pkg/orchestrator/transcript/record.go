@@ -59,6 +59,9 @@ type Transcript struct {
 	// Turns counts the finished turns; Usage sums their tokens.
 	Turns int
 	Usage model.Usage
+	// Open is true when messages follow the last finished turn: a turn
+	// began and has no record of its end.
+	Open bool
 }
 
 // Load reads a session's transcript. Consecutive user messages (written
@@ -128,6 +131,7 @@ func (t *Transcript) Add(rec Record) {
 	case KindMessage:
 		if rec.Message != nil && len(rec.Message.Content) > 0 {
 			t.Messages = AppendMessage(t.Messages, *rec.Message)
+			t.Open = true
 		}
 	case KindPlaced:
 		t.Config.Executor = rec.Executor
@@ -136,6 +140,7 @@ func (t *Transcript) Add(rec Record) {
 			t.Config = *rec.Config
 		}
 	case KindTurn:
+		t.Open = false
 		t.Turns++
 		if rec.Turn != nil {
 			t.Usage = t.Usage.Add(rec.Turn.Usage)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -197,7 +198,23 @@ func startCluster(bin string) (*server, error) {
 	if asNobody {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
 	}
-	if err := cmd.Start(); err != nil {
+	// The parent-death signal follows the thread that started the process,
+	// not the process: that thread must live as long as the cluster, so a
+	// goroutine locked to it starts postgres and waits to stop it.
+	started, stop, stopped := make(chan error), make(chan struct{}), make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		<-stop
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		_ = cmd.Wait()
+		close(stopped)
+	}()
+	if err := <-started; err != nil {
 		logf.Close()
 		os.RemoveAll(dir)
 		return nil, err
@@ -205,12 +222,9 @@ func startCluster(bin string) (*server, error) {
 	s := &server{dir: dir,
 		base: fmt.Sprintf("postgres://toolwire@/postgres?host=%s&sslmode=disable", dir)}
 	s.stopCmd = func() error {
-		defer logf.Close()
-		if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
-			return err
-		}
-		_ = cmd.Wait()
-		return nil
+		close(stop)
+		<-stopped
+		return logf.Close()
 	}
 	// Ready once it accepts a connection.
 	deadline := time.Now().Add(60 * time.Second)
