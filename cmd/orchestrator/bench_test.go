@@ -195,7 +195,7 @@ func benchOrchestrator(b *testing.B, fake *fakeapi.Server, addr string) (*orches
 		Model:           mc,
 		Executor:        executors,
 		DefaultExecutor: addr,
-		Store:           st,
+		Store:           orchestrator.FileStore(st),
 	})
 	if err != nil {
 		b.Fatal(err)

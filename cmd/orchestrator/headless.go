@@ -180,7 +180,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Placer:          place,
 		ResumeWindow:    c.resumeWindow,
 		DefaultExecutor: c.executorAddr(),
-		Store:           store,
+		Store:           orchestrator.FileStore(store),
 		Permissions:     denyUnattended,
 		WebFetchModel:   c.webFetchModel,
 		WebSearch:       c.webSearchCfg,

@@ -28,6 +28,7 @@ import (
 	orchv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
+	"github.com/toolwire/toolwire/pkg/orchestrator/pgstore/pgtest"
 )
 
 var orchestratorBin, toolsvcBin string
@@ -49,7 +50,8 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := m.Run()
+	// The store tests' throwaway PostgreSQL, if any, stops with them.
+	code := pgtest.Main(m)
 	_ = os.RemoveAll(dir)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

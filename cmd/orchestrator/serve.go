@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -32,6 +33,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	mcp.register(fs, "sessions get only the servers of --mcp-config: a CreateSession that brings its own MCP servers is refused")
 	listen := fs.String("listen", "127.0.0.1:7071", `address to serve on: "host:port" or "unix:///path/to.sock"`)
 	grace := fs.Duration("grace", 10*time.Second, "on shutdown, how long streams may finish before they are cut")
+	storeURL := fs.String("store", "", "where conversations are kept: empty for transcript files in --sessions-dir (one replica), or a PostgreSQL URL (postgres://user@host/db) shared by replicas; default $"+storeEnv)
+	replica := fs.String("replica", "", "this replica's name in the leases of a shared --store (default: the host name)")
+	leaseTTL := fs.Duration("lease-ttl", orchestrator.DefaultLeaseTTL, "with a shared --store: how long a turn's lease lasts unless renewed, so how soon another replica takes over a turn whose replica died")
 	security := rpcauth.RegisterServerFlags(fs)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -82,7 +86,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	if c.limits, err = ccenv.Read(getenv, settings.Env); err != nil {
 		return err
 	}
-	store, err := c.store()
+	if *storeURL == "" {
+		*storeURL = getenv(storeEnv)
+	}
+	if *replica == "" {
+		*replica, _ = os.Hostname()
+	}
+	store, where, err := openStore(ctx, &c, *storeURL, log)
 	if err != nil {
 		return err
 	}
@@ -114,6 +124,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		ResumeWindow:    c.resumeWindow,
 		DefaultExecutor: c.executorAddr(),
 		Store:           store,
+		Replica:         *replica,
+		LeaseTTL:        *leaseTTL,
 		Defaults: orchestrator.SessionConfig{
 			Model: client.Model(), MaxTokens: c.maxTokens, MaxTurns: c.maxTurns,
 			ThinkingBudget: c.thinkingBudget, Settings: settings,
@@ -140,7 +152,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
 	log.Info("orchestrator listening", "addr", lis.Addr().String(), "executor", c.executorAddr(),
-		"sessions_dir", store.Dir(), "model", client.Model(), "version", version)
+		"store", where, "replica", *replica, "model", client.Model(), "version", version)
 
 	select {
 	case err = <-serveErr:

@@ -693,12 +693,15 @@ func TestOrchestratorSecurityContext(t *testing.T) {
 		t.Error("orchestrator must not be privileged")
 	}
 	checkSeccomp(t, d, c)
-	dir, ok := flagValue(effectiveArgs(t, c), "sessions-dir")
-	if !ok {
-		t.Fatal("no --sessions-dir: the default is under $HOME, on the read-only root")
-	}
-	if _, ok := mountAt(c, dir); !ok {
-		t.Errorf("--sessions-dir %s is not a mounted volume", dir)
+	// Conversations in PostgreSQL need no directory; transcript files do.
+	if !hasSecretEnv(c, "TOOLWIRE_STORE") {
+		dir, ok := flagValue(effectiveArgs(t, c), "sessions-dir")
+		if !ok {
+			t.Fatal("no --sessions-dir: the default is under $HOME, on the read-only root")
+		}
+		if _, ok := mountAt(c, dir); !ok {
+			t.Errorf("--sessions-dir %s is not a mounted volume", dir)
+		}
 	}
 	if !hasSecretEnv(c, "ANTHROPIC_API_KEY") {
 		t.Error("ANTHROPIC_API_KEY must come from a Secret")
@@ -817,47 +820,92 @@ func TestNetworkPolicy(t *testing.T) {
 // take toolsvc pods one at a time at most, that the budget selects exactly
 // the executors, and that it can be met: a budget that allows no eviction
 // blocks every node drain.
+// TestPodDisruptionBudget checks that each Deployment, toolsvc and the
+// orchestrator's replicas, has exactly one budget, selecting its pods and
+// no other's, that allows one eviction at a time and never blocks a drain
+// on a pod that is not ready.
 func TestPodDisruptionBudget(t *testing.T) {
 	m := load(t)
-	toolsvc := m.deployment(t, toolsvcName)
-	var pdb *policyv1.PodDisruptionBudget
+	budgets := map[string]*policyv1.PodDisruptionBudget{}
 	for _, b := range m.budgets {
 		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
 		if err != nil {
 			t.Fatalf("PodDisruptionBudget %s: %v", b.Name, err)
 		}
+		var selected []string
 		for name, d := range m.deployments {
-			matches := !sel.Empty() && sel.Matches(labels.Set(d.Spec.Template.Labels))
-			if matches != (name == toolsvcName) {
-				t.Errorf("PodDisruptionBudget %s: selecting the pods of %s is %v", b.Name, name, matches)
+			if !sel.Empty() && sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+				selected = append(selected, name)
 			}
 		}
-		if pdb != nil {
-			t.Errorf("two PodDisruptionBudgets: %s and %s", pdb.Name, b.Name)
+		if len(selected) != 1 {
+			t.Errorf("PodDisruptionBudget %s selects the pods of %v, want one Deployment's", b.Name, selected)
+			continue
 		}
-		pdb = b
-	}
-	if pdb == nil {
-		t.Fatal("no PodDisruptionBudget for toolsvc")
-	}
-	replicas := int(ptrOrZero(toolsvc.Spec.Replicas))
-	switch {
-	case pdb.Spec.MinAvailable != nil:
-		t.Errorf("minAvailable %s: use maxUnavailable, which keeps allowing an eviction whatever the replica count", pdb.Spec.MinAvailable.String())
-	case pdb.Spec.MaxUnavailable == nil:
-		t.Error("the budget sets neither maxUnavailable nor minAvailable")
-	default:
-		n, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, replicas, true)
-		if err != nil {
-			t.Fatal(err)
+		if prev := budgets[selected[0]]; prev != nil {
+			t.Errorf("two PodDisruptionBudgets for %s: %s and %s", selected[0], prev.Name, b.Name)
 		}
-		if n < 1 || n >= replicas {
-			t.Errorf("maxUnavailable %s of %d replicas allows %d evictions at once; want at least 1 and fewer than all", pdb.Spec.MaxUnavailable.String(), replicas, n)
-		}
+		budgets[selected[0]] = b
 	}
-	// A pod that never became ready must not hold up a node drain.
-	if p := pdb.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
-		t.Errorf("unhealthyPodEvictionPolicy %v, want AlwaysAllow", p)
+	for _, name := range []string{toolsvcName, orchestratorName} {
+		t.Run(name, func(t *testing.T) {
+			pdb := budgets[name]
+			if pdb == nil {
+				t.Fatalf("no PodDisruptionBudget for %s", name)
+			}
+			replicas := int(ptrOrZero(m.deployment(t, name).Spec.Replicas))
+			switch {
+			case pdb.Spec.MinAvailable != nil:
+				t.Errorf("minAvailable %s: use maxUnavailable, which keeps allowing an eviction whatever the replica count", pdb.Spec.MinAvailable.String())
+			case pdb.Spec.MaxUnavailable == nil:
+				t.Error("the budget sets neither maxUnavailable nor minAvailable")
+			default:
+				n, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, replicas, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n < 1 || n >= replicas {
+					t.Errorf("maxUnavailable %s of %d replicas allows %d evictions at once; want at least 1 and fewer than all", pdb.Spec.MaxUnavailable.String(), replicas, n)
+				}
+			}
+			// A pod that never became ready must not hold up a node drain.
+			if p := pdb.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
+				t.Errorf("unhealthyPodEvictionPolicy %v, want AlwaysAllow", p)
+			}
+		})
+	}
+}
+
+// TestOrchestratorReplicas checks that the orchestrator runs as several
+// replicas on a shared PostgreSQL whose URL comes from a Secret (never a
+// flag, which anyone who may list pods reads), each named after its pod,
+// with no transcript directory of its own.
+func TestOrchestratorReplicas(t *testing.T) {
+	m := load(t)
+	d := m.deployment(t, orchestratorName)
+	if n := ptrOrZero(d.Spec.Replicas); n < 2 {
+		t.Errorf("orchestrator replicas = %d, want at least 2", n)
+	}
+	c := container(t, d)
+	args := effectiveArgs(t, c)
+	if v, ok := flagValue(args, "store"); ok {
+		t.Errorf("--store=%s on the command line; the URL holds a password and must come from a Secret", v)
+	}
+	if v, ok := flagValue(args, "sessions-dir"); ok {
+		t.Errorf("--sessions-dir=%s: replicas keep conversations in PostgreSQL", v)
+	}
+	if v, _ := flagValue(args, "replica"); v != "$(POD_NAME)" {
+		t.Errorf("--replica=%q, want $(POD_NAME)", v)
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	if e := env["TOOLWIRE_STORE"]; e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.Value != "" {
+		t.Errorf("TOOLWIRE_STORE = %+v, want it from a Secret", e)
+	}
+	if e := env["POD_NAME"]; e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("POD_NAME = %+v, want the pod's name from the downward API", e)
 	}
 }
 

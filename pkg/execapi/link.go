@@ -57,4 +57,9 @@ type Link interface {
 	// Close half-closes the stream, which ends the executor's session once
 	// its calls have their results, and waits a bounded time for that.
 	Close()
+	// Detach ends the stream without ending the executor's session: its
+	// calls run on and its events wait, for the executor's retention, for a
+	// client that resumes it (another orchestrator replica). The link is
+	// closed.
+	Detach()
 }

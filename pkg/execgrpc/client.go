@@ -85,3 +85,19 @@ func (c *Client) Open(ctx context.Context, addr string, req execapi.OpenRequest,
 	}
 	return l, nil
 }
+
+// Attach resumes session req.SessionID on the executor at addr after the
+// executor event numbered after, the last one a client of it handled (an
+// orchestrator replica that takes the session over from one that is
+// gone): the session's calls keep running and the events after after are
+// replayed to events. When the executor no longer has the session, it is
+// opened anew with req. Attach never retries a failure.
+func (c *Client) Attach(ctx context.Context, addr string, req execapi.OpenRequest, after uint64, events execapi.EventFunc) (execapi.Link, error) {
+	l := &link{c: c, addr: addr, req: req, events: events,
+		log: c.log.With("executor", addr, "session_id", req.SessionID)}
+	l.lastSeq.Store(after)
+	if err := l.connect(ctx, true); err != nil {
+		return nil, err
+	}
+	return l, nil
+}

@@ -161,3 +161,17 @@ func (l *link) Close() {
 		st.close()
 	}
 }
+
+func (l *link) Detach() {
+	l.mu.Lock()
+	st := l.cur
+	if l.closed {
+		st = nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	if st != nil {
+		st.cancel()
+		<-st.done
+	}
+}

@@ -49,6 +49,12 @@ type Executor interface {
 	// it over when the executor has it from before a restart (its calls
 	// are then aborted); events gets its events.
 	Open(ctx context.Context, addr string, req execapi.OpenRequest, events execapi.EventFunc) (execapi.Link, error)
+	// Attach resumes session req.SessionID on the executor at addr after
+	// its event numbered after, keeping its calls running and replaying
+	// its later events to events, or opens it anew when the executor no
+	// longer has it (Hello.Resumed tells which). A replica taking a
+	// session over from another uses it.
+	Attach(ctx context.Context, addr string, req execapi.OpenRequest, after uint64, events execapi.EventFunc) (execapi.Link, error)
 }
 
 // Placer chooses the executor of each new session when an executor
@@ -97,8 +103,16 @@ type Config struct {
 	// DefaultExecutor is the address used by sessions that name none
 	// ("embedded" for an in-process executor).
 	DefaultExecutor string
-	// Store persists transcripts; nil keeps them in memory only.
-	Store *transcript.Store
+	// Store persists conversations (FileStore, or a shared store such as
+	// pkg/orchestrator/pgstore for replicas); nil keeps them in memory only.
+	Store Store
+	// Replica names this process among the replicas of a shared Store: the
+	// holder of the leases of the turns it runs. Empty picks a random one.
+	Replica string
+	// LeaseTTL is how long a turn's lease lasts unless renewed (a third of
+	// it apart), so how long a turn whose replica died waits before another
+	// takes it over. Used with a shared Store only.
+	LeaseTTL time.Duration
 	// Defaults fill the zero fields of every new session's configuration.
 	Defaults SessionConfig
 	// Permissions, when set, answers permission requests before any client

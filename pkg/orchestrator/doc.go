@@ -12,9 +12,13 @@
 // can always go on. Background-task notifications from the executor reach
 // the model as a tagged text block in the next user message.
 //
-// Transcripts are appended to JSONL files (package transcript) message by
-// message, so an Orchestrator that restarts resumes every session where it
-// stopped. Clients follow a session through its ordered Events.
+// Conversations are kept in a Store message by message, so an Orchestrator
+// that restarts resumes every session where it stopped: FileStore appends
+// them to JSONL files (package transcript); a shared store
+// (pkg/orchestrator/pgstore) lets replicas serve the same sessions, each
+// turn under a lease, its events stored for clients on any replica, and a
+// turn whose replica died taken over by another (replica.go). Clients
+// follow a session through its ordered Events.
 //
 // The package talks to executors only through its Executor interface and
 // the vocabulary of pkg/execapi (a session's Link: submit, abort, decide,

@@ -107,6 +107,10 @@ type Event struct {
 	MCPToolsChanged *execapi.MCPToolsChanged
 	// BackgroundAck answers a Background (EventBackgroundAck).
 	BackgroundAck *execapi.BackgroundAck
+
+	// execSeq is the executor event this one came from, if any: a shared
+	// store records it with the event.
+	execSeq uint64
 }
 
 // eventLog holds a session's recent events for any number of readers. The
@@ -122,6 +126,11 @@ type eventLog struct {
 	next    uint64        // sequence number of the next event
 	changed chan struct{} // closed and replaced on every append
 	closed  bool          // no more events will come
+
+	// persist, when set (a shared store), stores each event before anyone
+	// sees it; an event it fails to store is dropped and failed is told.
+	persist func(Event) error
+	failed  func(error)
 }
 
 func newEventLog(backlog int) *eventLog {
@@ -132,6 +141,13 @@ func newEventLog(backlog int) *eventLog {
 func (l *eventLog) publish(ev Event) Event {
 	l.mu.Lock()
 	ev.Seq = l.next
+	if l.persist != nil {
+		if err := l.persist(ev); err != nil {
+			l.mu.Unlock()
+			l.failed(err)
+			return ev
+		}
+	}
 	l.next++
 	switch {
 	case len(l.events) < l.backlog:
@@ -159,6 +175,15 @@ func (l *eventLog) close() {
 	}
 }
 
+// restart numbers the next event after last (the newest a shared store
+// holds) and forgets the events held.
+func (l *eventLog) restart(last uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next = last + 1
+	l.events, l.start, l.count = nil, 0, 0
+}
+
 // last returns the sequence number of the newest event (0 if none).
 func (l *eventLog) last() uint64 {
 	l.mu.Lock()
@@ -170,12 +195,18 @@ func (l *eventLog) last() uint64 {
 type Subscription struct {
 	log   *eventLog
 	after uint64
+	// shared, when set, reads the events from a shared store instead of
+	// the log, whose changes only wake it.
+	shared *storedEvents
 }
 
 // Next returns the next event, waiting for one until ctx ends. Events
 // already held are returned even when ctx has ended. After the session
 // closed and every held event was read, Next returns ErrClosed.
 func (s *Subscription) Next(ctx context.Context) (Event, error) {
+	if s.shared != nil {
+		return s.nextStored(ctx)
+	}
 	for {
 		s.log.mu.Lock()
 		l := s.log

@@ -137,7 +137,13 @@ func (s *Session) open(ctx context.Context, addr string) error {
 	if s.cfg.Options != nil {
 		req.Options = *s.cfg.Options
 	}
-	l, err := ex.Open(ctx, addr, req, s.handleExec)
+	var l execapi.Link
+	var err error
+	if s.shared {
+		l, err = s.attach(ctx, addr, req)
+	} else {
+		l, err = ex.Open(ctx, addr, req, s.handleExec)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrExecutorUnavailable, err)
 	}
@@ -166,7 +172,7 @@ func (s *Session) move(ctx context.Context, addr string, err error) error {
 	s.log.Warn("executor unavailable; moving the session to another executor of its pool",
 		"from", addr, "to", next, "pool", s.cfg.Pool, "err", err)
 	if st := s.o.cfg.Store; st != nil {
-		if perr := st.Append(s.id, transcript.Record{Kind: transcript.KindPlaced, Time: time.Now(), Executor: next}); perr != nil {
+		if perr := st.Append(ctx, s.id, transcript.Record{Kind: transcript.KindPlaced, Time: time.Now(), Executor: next}); perr != nil {
 			release()
 			return fmt.Errorf("persist the move to executor %s: %w", next, perr)
 		}
@@ -241,21 +247,31 @@ func (s *Session) handleExec(l execapi.Link, ev execapi.Event) {
 	s.mu.Lock()
 	cs := s.calls
 	s.mu.Unlock()
+	published := false
+	publish := func(e Event) {
+		e.execSeq, published = ev.Seq, true
+		s.publish(e)
+	}
+	defer func() {
+		if !published {
+			s.seen(ev.Seq)
+		}
+	}()
 	switch {
 	case ev.Result != nil:
 		if cs != nil {
-			s.deliverResult(cs, ev.Result)
+			s.deliverResult(cs, ev.Result, func(r *execapi.CallResult) { publish(Event{Kind: EventToolResult, Result: r}) })
 		}
 	case ev.Started != nil:
 		if cs.has(ev.Started.ToolUseID) {
-			s.publish(Event{Kind: EventToolStarted, Started: ev.Started})
+			publish(Event{Kind: EventToolStarted, Started: ev.Started})
 		}
 	case ev.Progress != nil:
 		if cs.has(ev.Progress.ToolUseID) {
-			s.publish(Event{Kind: EventProgress, Progress: ev.Progress})
+			publish(Event{Kind: EventProgress, Progress: ev.Progress})
 		}
 	case ev.PermissionRequest != nil:
-		s.permission(l, cs, ev.PermissionRequest)
+		s.permission(l, cs, ev.PermissionRequest, publish)
 	case ev.MCPToolsChanged != nil:
 		s.mu.Lock()
 		if l != s.mcpLink || ev.Seq > s.mcpSeq {
@@ -264,13 +280,13 @@ func (s *Session) handleExec(l execapi.Link, ev execapi.Event) {
 		}
 		s.mu.Unlock()
 		s.log.Info("mcp tools changed", "tools", len(ev.MCPToolsChanged.Tools), "servers", len(ev.MCPToolsChanged.Servers))
-		s.publish(Event{Kind: EventMCPToolsChanged, MCPToolsChanged: ev.MCPToolsChanged})
+		publish(Event{Kind: EventMCPToolsChanged, MCPToolsChanged: ev.MCPToolsChanged})
 	case ev.CheckpointList != nil:
 		s.answer(ev.CheckpointList.RequestID, ev)
 	case ev.RestoreResult != nil:
 		s.answer(ev.RestoreResult.RequestID, ev)
 	case ev.BackgroundAck != nil:
-		s.publish(Event{Kind: EventBackgroundAck, BackgroundAck: ev.BackgroundAck})
+		publish(Event{Kind: EventBackgroundAck, BackgroundAck: ev.BackgroundAck})
 	case ev.Task != nil:
 		// A task the model stopped itself (TaskStop) is not news to it:
 		// like Claude Code, only completed and failed tasks are told.
@@ -279,7 +295,7 @@ func (s *Session) handleExec(l execapi.Link, ev execapi.Event) {
 			s.notes = append(s.notes, notificationText(ev.Task))
 			s.mu.Unlock()
 		}
-		s.publish(Event{Kind: EventTaskNotification, Notification: ev.Task})
+		publish(Event{Kind: EventTaskNotification, Notification: ev.Task})
 	}
 }
 
@@ -288,7 +304,7 @@ func (s *Session) publishResult(r *execapi.CallResult) {
 	s.publish(Event{Kind: EventToolResult, Result: r})
 }
 
-func (s *Session) permission(l execapi.Link, cs *callSet, req *execapi.PermissionRequest) {
+func (s *Session) permission(l execapi.Link, cs *callSet, req *execapi.PermissionRequest, publish func(Event)) {
 	if !cs.has(req.ToolUseID) {
 		// Nobody waits for this call any more (a replay after a restart).
 		_ = l.Decide(execapi.PermissionDecision{ToolUseID: req.ToolUseID, Behavior: execapi.PermissionDeny,
@@ -306,7 +322,39 @@ func (s *Session) permission(l execapi.Link, cs *callSet, req *execapi.Permissio
 			return
 		}
 	}
-	s.publish(Event{Kind: EventPermissionRequest, Permission: req})
+	publish(Event{Kind: EventPermissionRequest, Permission: req})
+}
+
+// attach links a session of a shared store to the executor at addr: it
+// resumes the executor session after the newest executor event stored when
+// the session is bound there (its calls run on, later events are
+// replayed), and opens it otherwise; the store then records the binding.
+// linkMu is held.
+func (s *Session) attach(ctx context.Context, addr string, req execapi.OpenRequest) (execapi.Link, error) {
+	st := s.o.cfg.Store
+	b, err := st.Binding(ctx, s.id)
+	if err != nil {
+		return nil, err
+	}
+	var l execapi.Link
+	resumable := b.SessionID == req.SessionID && b.Executor == addr
+	if resumable {
+		l, err = s.o.cfg.Executor.Attach(ctx, addr, req, b.Seq, s.handleExec)
+	} else {
+		l, err = s.o.cfg.Executor.Open(ctx, addr, req, s.handleExec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if resumable && l.Hello().Resumed {
+		return l, nil
+	}
+	// A new executor session numbers its events from 1.
+	if err := st.Bind(ctx, s.id, Binding{Executor: addr, SessionID: req.SessionID}); err != nil {
+		l.Detach()
+		return nil, fmt.Errorf("record the executor session: %w", err)
+	}
+	return l, nil
 }
 
 // builtinTools drops MCP tools from an executor's list: without a session

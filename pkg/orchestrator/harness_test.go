@@ -3,6 +3,8 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchestrator/pgstore/pgtest"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/sandbox"
@@ -27,7 +30,15 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.RunChildIfRequested()
-	goleak.VerifyTestMain(m)
+	// The replica tests' throwaway PostgreSQL, if any, stops with them.
+	code := pgtest.Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // harness is an orchestrator wired to the scripted fake API and a real
@@ -82,7 +93,7 @@ func (h *harness) open() {
 		Model:           client,
 		Executor:        executorClient(h.t, h.emb.Conn()),
 		DefaultExecutor: "embedded",
-		Store:           st,
+		Store:           orchestrator.FileStore(st),
 		Permissions: func(id string, r execapi.PermissionRequest) *execapi.PermissionDecision {
 			return h.permission(id, r)
 		},

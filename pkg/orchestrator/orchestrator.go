@@ -24,6 +24,7 @@ type Orchestrator struct {
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
+	sweeps sync.WaitGroup // the sweep for expired leases (shared store)
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[string]*Session
@@ -57,9 +58,27 @@ func New(cfg Config) (*Orchestrator, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Replica == "" {
+		cfg.Replica = newReplicaID()
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
 	cfg.Logger = log
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Orchestrator{cfg: cfg, log: log, ctx: ctx, cancel: cancel, sessions: map[string]*Session{}}, nil
+	o := &Orchestrator{cfg: cfg, log: log, ctx: ctx, cancel: cancel, sessions: map[string]*Session{}}
+	if o.shared() {
+		o.sweeps.Go(o.sweep)
+		listening := make(chan struct{})
+		o.sweeps.Go(func() { o.listen(listening) })
+		// Notes sent from now on reach this replica.
+		select {
+		case <-listening:
+		case <-time.After(storeTimeout):
+			log.Warn("not yet listening for interrupts and decisions from other replicas")
+		}
+	}
+	return o, nil
 }
 
 // newSessionID returns a fresh random session id.
@@ -107,7 +126,7 @@ func (o *Orchestrator) Create(ctx context.Context, id string, cfg SessionConfig)
 	}
 	created := time.Now().UTC()
 	if o.cfg.Store != nil {
-		if err := o.cfg.Store.Create(id, cfg, created); err != nil {
+		if err := o.cfg.Store.Create(ctx, id, cfg, created); err != nil {
 			release()
 			return nil, err
 		}
@@ -117,7 +136,7 @@ func (o *Orchestrator) Create(ctx context.Context, id string, cfg SessionConfig)
 	if _, _, err := s.connect(ctx); err != nil {
 		s.close()
 		if o.cfg.Store != nil {
-			_ = o.cfg.Store.Remove(id)
+			_ = o.cfg.Store.Remove(context.WithoutCancel(ctx), id)
 		}
 		return nil, err
 	}
@@ -152,32 +171,77 @@ func (o *Orchestrator) Session(ctx context.Context, id string) (*Session, error)
 		return nil, err
 	}
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.closed {
+		o.mu.Unlock()
 		return nil, ErrClosed
 	}
 	if s := o.sessions[id]; s != nil {
+		o.mu.Unlock()
+		if s.shared && !s.localBusy() {
+			// Another replica may have run turns since.
+			if err := s.reload(ctx, false); err != nil {
+				return nil, err
+			}
+		}
 		return s, nil
 	}
+	if o.shared() {
+		// Loading reads the database: other sessions need not wait.
+		o.mu.Unlock()
+		s, err := o.load(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.closed {
+			s.close()
+			return nil, ErrClosed
+		}
+		if prev := o.sessions[id]; prev != nil {
+			s.close()
+			return prev, nil
+		}
+		o.sessions[id] = s
+		return s, nil
+	}
+	defer o.mu.Unlock()
 	if o.cfg.Store == nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	t, err := o.cfg.Store.Load(id)
+	s, err := o.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	o.sessions[id] = s
+	return s, nil
+}
+
+// load makes the session id from its transcript in the store.
+func (o *Orchestrator) load(ctx context.Context, id string) (*Session, error) {
+	t, err := o.cfg.Store.Load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	s := newSession(o, id, t.Config, t.Created)
-	// Calls the executor may still run for this session from before the
-	// restart are aborted when it connects: the link takes the executor's
-	// session over (see Executor.Open).
 	s.messages, s.nturns, s.usage = t.Messages, t.Turns, t.Usage
-	if err := s.repair(); err != nil {
+	if s.shared {
+		// Its turn may run on another replica, or wait to be taken over:
+		// the transcript is theirs to complete.
+		last, err := o.cfg.Store.LastEvent(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		s.events.restart(last)
+	} else if err := s.repair(); err != nil {
+		// Calls the executor may still run for this session from before
+		// the restart are aborted when it connects: the link takes the
+		// executor's session over (see Executor.Open).
 		return nil, err
 	}
 	if o.cfg.Placer != nil && t.Config.Pool != "" {
 		s.release = o.cfg.Placer.Hold(t.Config.Pool, t.Config.Executor)
 	}
-	o.sessions[id] = s
 	s.log.Info("session resumed from transcript", "messages", len(s.messages), "turns", s.nturns)
 	return s, nil
 }
@@ -204,31 +268,30 @@ func (s *Session) repair() error {
 
 // List describes every session, live or stored, newest first.
 func (o *Orchestrator) List(ctx context.Context) ([]Info, error) {
-	o.mu.Lock()
 	var infos []Info
 	seen := map[string]bool{}
-	for id, s := range o.sessions {
-		infos = append(infos, s.Info())
-		seen[id] = true
+	// With a shared store, what other replicas did is in the store only:
+	// every session is listed from it.
+	if !o.shared() {
+		o.mu.Lock()
+		for id, s := range o.sessions {
+			infos = append(infos, s.Info())
+			seen[id] = true
+		}
+		o.mu.Unlock()
 	}
-	o.mu.Unlock()
 	if o.cfg.Store != nil {
-		ids, err := o.cfg.Store.IDs()
+		sums, err := o.cfg.Store.List(ctx)
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range ids {
-			if seen[id] {
-				continue
-			}
-			t, err := o.cfg.Store.Load(id)
-			if err != nil {
-				o.log.Warn("skip unreadable transcript", "session_id", id, "err", err)
+		for _, t := range sums {
+			if seen[t.ID] {
 				continue
 			}
 			infos = append(infos, Info{
-				ID: id, Executor: t.Config.Executor, Model: t.Config.Model, CreatedAt: t.Created,
-				Turns: t.Turns, Usage: t.Usage, MessageCount: len(t.Messages),
+				ID: t.ID, Executor: t.Executor, Model: t.Model, CreatedAt: t.Created,
+				Turns: t.Turns, Usage: t.Usage, MessageCount: t.Messages,
 			})
 		}
 	}
@@ -256,12 +319,12 @@ func (o *Orchestrator) Delete(ctx context.Context, id string) error {
 		return nil
 	}
 	if s == nil {
-		if _, err := o.cfg.Store.Load(id); err != nil {
+		if _, err := o.cfg.Store.Load(ctx, id); err != nil {
 			return err
 		}
 	}
 	// A live session's transcript may be gone already: it is deleted then.
-	if err := o.cfg.Store.Remove(id); err != nil && (s == nil || !errors.Is(err, ErrNotFound)) {
+	if err := o.cfg.Store.Remove(ctx, id); err != nil && (s == nil || !errors.Is(err, ErrNotFound)) {
 		return err
 	}
 	return nil
@@ -290,7 +353,16 @@ func (o *Orchestrator) Close() error {
 	}
 	o.sessions = map[string]*Session{}
 	o.mu.Unlock()
+	if o.shared() {
+		// Running turns go on on another replica rather than end here.
+		var wg sync.WaitGroup
+		for _, s := range all {
+			wg.Go(s.handOver)
+		}
+		wg.Wait()
+	}
 	o.cancel()
+	o.sweeps.Wait()
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Go(s.close)

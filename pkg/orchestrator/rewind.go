@@ -92,7 +92,7 @@ func (s *Session) Rewind(ctx context.Context, toolUseID string) (*RewindResult, 
 	s.messages = s.messages[:cut]
 	s.mu.Unlock()
 	if st := s.o.cfg.Store; st != nil {
-		if err := st.Append(s.id, transcript.Record{Kind: transcript.KindRewind, Time: time.Now(), Keep: cut}); err != nil {
+		if err := st.Append(ctx, s.id, transcript.Record{Kind: transcript.KindRewind, Time: time.Now(), Keep: cut}); err != nil {
 			return res, fmt.Errorf("persist the rewind: %w", err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
@@ -29,6 +30,12 @@ type Session struct {
 	cancel context.CancelFunc
 	turns  sync.WaitGroup // running turns
 
+	// shared: the store is shared with replicas (see replica.go). fenced:
+	// another replica runs the session's turn now; this one must not
+	// write to the store.
+	shared bool
+	fenced atomic.Bool
+
 	linkMu   sync.Mutex // guards the fields below; held while connecting
 	link     execapi.Link
 	builtins []model.Tool // the built-in tools offered, chosen at the first connection
@@ -44,6 +51,8 @@ type Session struct {
 	executor string   // address of the executor the session runs on
 	release  func()   // frees the session's place on a pooled executor; may be nil
 	notes    []string // task notifications not yet told to the model
+	endLease func()   // stops renewing the running turn's lease; nil otherwise
+	turnOpen bool     // the stored transcript shows a turn that has not ended (shared store)
 	closed   bool
 
 	// What the executor said of the session (Hello, McpToolsChanged).
@@ -58,12 +67,17 @@ type Session struct {
 
 func newSession(o *Orchestrator, id string, cfg SessionConfig, created time.Time) *Session {
 	ctx, cancel := context.WithCancel(o.ctx)
-	return &Session{
+	s := &Session{
 		o: o, id: id, cfg: cfg, created: created, executor: cfg.Executor,
 		log:    o.log.With("session_id", id),
 		events: newEventLog(o.cfg.EventBacklog),
 		ctx:    ctx, cancel: cancel,
+		shared: o.shared(),
 	}
+	if s.shared {
+		s.events.persist, s.events.failed = s.persistEvent, s.eventFailed
+	}
+	return s
 }
 
 // ID returns the session id.
@@ -105,7 +119,7 @@ func (s *Session) Reconfigure(cfg SessionConfig) error {
 	}
 	cfg.Executor, cfg.Pool, cfg.Workspace, cfg.Directory = s.executor, s.cfg.Pool, s.cfg.Workspace, s.cfg.Directory
 	if st := s.o.cfg.Store; st != nil {
-		if err := st.Append(s.id, transcript.Record{Kind: transcript.KindConfig, Time: time.Now(), Config: &cfg}); err != nil {
+		if err := st.Append(s.ctx, s.id, transcript.Record{Kind: transcript.KindConfig, Time: time.Now(), Config: &cfg}); err != nil {
 			return fmt.Errorf("persist the new configuration: %w", err)
 		}
 	}
@@ -132,12 +146,28 @@ func (s *Session) executorAddr() string {
 // Info describes the session.
 func (s *Session) Info() Info {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return Info{
+	info := Info{
 		ID: s.id, Executor: s.executor, Model: s.model(), CreatedAt: s.created,
 		Turns: s.nturns, Usage: s.usage, MessageCount: len(s.messages), Busy: s.busy,
 		Sandbox: s.sandbox, MCPServers: slices.Clone(s.mcpServers),
 	}
+	s.mu.Unlock()
+	if s.shared && !info.Busy {
+		// Another replica may run its turn.
+		ctx, cancel := context.WithTimeout(s.ctx, storeTimeout)
+		holder, _, err := s.o.cfg.Store.Lease(ctx, s.id)
+		cancel()
+		// This replica's own lease outlives its turn by the moment it
+		// takes to free it.
+		info.Busy = err == nil && holder != "" && holder != s.o.cfg.Replica
+	}
+	return info
+}
+
+func (s *Session) localBusy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy
 }
 
 func (s *Session) model() string {
@@ -157,7 +187,11 @@ func (s *Session) Messages() []model.Message {
 // Subscribe returns a reader of the session's events with sequence numbers
 // above after that are still held, then of every new event.
 func (s *Session) Subscribe(after uint64) *Subscription {
-	return &Subscription{log: s.events, after: after}
+	sub := &Subscription{log: s.events, after: after}
+	if s.shared {
+		sub.shared = &storedEvents{store: s.o.cfg.Store, id: s.id}
+	}
+	return sub
 }
 
 // LastSequence returns the sequence number of the newest event.
@@ -231,56 +265,84 @@ func (e errInterrupted) Error() string {
 // Run runs one turn for the user's text and returns when it ended. Canceling
 // ctx interrupts the turn like Interrupt.
 func (s *Session) Run(ctx context.Context, text string) (*TurnResult, error) {
-	turnCtx, err := s.begin(ctx)
+	turnCtx, err := s.begin(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	defer s.turns.Done()
-	return s.turn(turnCtx, text), nil
+	return s.turn(turnCtx, text, false), nil
 }
 
 // Start runs one turn in the background; follow it with Subscribe.
 func (s *Session) Start(text string) error {
-	turnCtx, err := s.begin(s.ctx)
+	turnCtx, err := s.begin(s.ctx, false)
 	if err != nil {
 		return err
 	}
 	go func() {
 		defer s.turns.Done()
-		s.turn(turnCtx, text)
+		s.turn(turnCtx, text, false)
 	}()
 	return nil
 }
 
 // begin marks the session busy and returns the turn's context. The caller
-// must call s.turns.Done when the turn is over.
-func (s *Session) begin(ctx context.Context) (context.Context, error) {
+// must call s.turns.Done when the turn is over. With a shared store the
+// turn runs under the session's lease: taken here (ErrBusy, a *LeaseError,
+// when another replica runs a turn), or, for a turn taken over, taken
+// already by the sweep.
+func (s *Session) begin(ctx context.Context, takenOver bool) (context.Context, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	switch {
 	case s.closed:
+		s.mu.Unlock()
 		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
 	case s.busy:
+		s.mu.Unlock()
 		return nil, fmt.Errorf("session %s: %w", s.id, ErrBusy)
 	}
+	s.busy = true
+	s.turns.Add(1)
+	s.mu.Unlock()
+	if s.shared {
+		if err := s.lease(ctx, takenOver); err != nil {
+			s.mu.Lock()
+			s.busy = false
+			s.mu.Unlock()
+			s.turns.Done()
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	// A turn ends with the session even when its caller's ctx lives on.
 	turnCtx, stop := context.WithCancelCause(ctx)
 	stopAfter := context.AfterFunc(s.ctx, func() { stop(ErrClosed) })
-	s.busy = true
 	s.stopTurn = func(cause error) { stopAfter(); stop(cause) }
-	s.turns.Add(1)
+	if s.shared {
+		s.endLease = s.holdLease(turnCtx, stop)
+	}
 	return turnCtx, nil
 }
 
 // Interrupt stops the running turn: the model stream ends, every running
 // call is aborted, and every tool_use still gets a tool_result. It does
 // nothing between turns.
+//
+// With replicas, an interrupt for a turn that runs on another replica is
+// sent there.
 func (s *Session) Interrupt(reason string) {
 	s.mu.Lock()
 	stop := s.stopTurn
 	s.mu.Unlock()
 	if stop != nil {
 		stop(errInterrupted{reason})
+		return
+	}
+	if s.shared {
+		if err := s.notify(Note{Interrupt: &reason}); err != nil {
+			s.log.Warn("send the interrupt to the replica running the turn", "err", err)
+		}
 	}
 }
 
@@ -292,6 +354,11 @@ func (s *Session) Decide(d execapi.PermissionDecision) error {
 	s.linkMu.Lock()
 	l := s.link
 	s.linkMu.Unlock()
+	if s.shared && !s.localBusy() {
+		// The turn runs on another replica, if any: the decision goes there.
+		d := d
+		return s.notify(Note{Decision: &d})
+	}
 	if l == nil {
 		return fmt.Errorf("session %s: %w", s.id, ErrExecutorUnavailable)
 	}
@@ -308,8 +375,11 @@ func (s *Session) addMessage(m model.Message, messageID string) error {
 	s.messages = transcript.AppendMessage(s.messages, m)
 	s.mu.Unlock()
 	s.publish(Event{Kind: EventMessage, Message: &m, MessageID: messageID})
+	if s.fenced.Load() {
+		return fmt.Errorf("persist %s message: session %s: %w", m.Role, s.id, ErrLeaseLost)
+	}
 	if st := s.o.cfg.Store; st != nil {
-		if err := st.Append(s.id, transcript.Record{Kind: transcript.KindMessage, Time: time.Now(), Message: &m, MessageID: messageID}); err != nil {
+		if err := st.Append(context.WithoutCancel(s.ctx), s.id, transcript.Record{Kind: transcript.KindMessage, Time: time.Now(), Message: &m, MessageID: messageID}); err != nil {
 			return fmt.Errorf("persist %s message: %w", m.Role, err)
 		}
 	}
@@ -346,7 +416,13 @@ func (s *Session) close() {
 	s.events.close()
 	s.linkMu.Lock()
 	if s.link != nil {
-		s.link.Close()
+		if s.shared {
+			// Other replicas serve the session too: its executor session
+			// stays for them.
+			s.link.Detach()
+		} else {
+			s.link.Close()
+		}
 	}
 	s.linkMu.Unlock()
 	if st := s.o.cfg.Store; st != nil {

@@ -20,7 +20,12 @@ import (
 // turn, the max-turns guard trips, an error ends it or the client
 // interrupts. Whatever happens, every tool_use of the transcript gets a
 // tool_result.
-func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
+//
+// A turn taken over from a replica that is gone (takenOver) adds no user
+// message: it goes on from where the transcript ends, waiting first for
+// the results of calls the transcript shows without (they ran on, or run
+// still, on the executor) or asking the model again.
+func (s *Session) turn(ctx context.Context, text string, takenOver bool) (res *TurnResult) {
 	start := time.Now()
 	res = &TurnResult{}
 	ctx, span := s.startTurn(ctx)
@@ -35,15 +40,29 @@ func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
 		return res
 	}
 
-	var first []model.Block
-	if notes := s.takeNotes(); len(notes) > 0 {
-		first = append(first, notesBlock(notes))
-	}
-	first = append(first, model.TextBlock(text))
-	if err := s.addMessage(model.Message{Role: model.RoleUser, Content: first}, ""); err != nil {
-		return fail("persistence", err)
+	var pending *callSet // calls of a turn taken over, without results
+	if takenOver {
+		if uses := s.unanswered(); len(uses) > 0 {
+			// Known before the link attaches, so that none of their results
+			// in the executor's replay is missed.
+			pending = s.waitAgain(ctx, uses)
+		}
+	} else {
+		var first []model.Block
+		if notes := s.takeNotes(); len(notes) > 0 {
+			first = append(first, notesBlock(notes))
+		}
+		first = append(first, model.TextBlock(text))
+		if err := s.addMessage(model.Message{Role: model.RoleUser, Content: first}, ""); err != nil {
+			return fail("persistence", err)
+		}
 	}
 
+	if takenOver && pending == nil && s.lastRole() == model.RoleAssistant {
+		// The model had ended the turn; only its record was missing.
+		res.StopReason = StopEndTurn
+		return res
+	}
 	maxTurns := s.cfg.MaxTurns
 	if maxTurns <= 0 {
 		maxTurns = DefaultMaxTurns
@@ -71,10 +90,21 @@ func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
 			return fail("executor_unavailable", err)
 		}
 
-		sent := time.Now()
-		resp, cs, streamErr := s.request(ctx, l, tools)
-		res.APIDuration += time.Since(sent)
-		res.Requests++
+		var (
+			resp      *model.Response
+			cs        *callSet
+			streamErr error
+		)
+		if pending != nil {
+			cs = pending
+			pending = nil
+			s.resubmit(l, cs)
+		} else {
+			sent := time.Now()
+			resp, cs, streamErr = s.request(ctx, l, tools)
+			res.APIDuration += time.Since(sent)
+			res.Requests++
+		}
 		if resp != nil {
 			res.Usage = res.Usage.Add(resp.Usage)
 			if msg := resp.Message(); len(msg.Content) > 0 {
@@ -279,7 +309,7 @@ func (s *Session) collect(ctx context.Context, l execapi.Link, cs *callSet) (blo
 	default:
 		stopped = true
 		text = textInterrupted
-		if alive(l) {
+		if alive(l) && !s.fenced.Load() {
 			if abortErr := l.Abort(execapi.Abort{All: true, Reason: execapi.AbortUserInterrupted, Detail: err.Error()}); abortErr == nil {
 				grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.cfg.AbortGrace)
 				_ = cs.waitAll(grace, l.Broken())
@@ -312,6 +342,7 @@ func (s *Session) interrupted(results []model.Block) {
 
 // finishTurn records a finished turn and tells clients.
 func (s *Session) finishTurn(res *TurnResult) {
+	fenced := s.fenced.Load()
 	s.mu.Lock()
 	s.busy = false
 	if s.stopTurn != nil {
@@ -322,12 +353,63 @@ func (s *Session) finishTurn(res *TurnResult) {
 	s.nturns++
 	s.usage = s.usage.Add(res.Usage)
 	s.mu.Unlock()
-	if st := s.o.cfg.Store; st != nil {
+	if st := s.o.cfg.Store; st != nil && !fenced {
 		rec := transcript.Record{Kind: transcript.KindTurn, Time: time.Now(),
 			Turn: &transcript.Turn{StopReason: string(res.StopReason), Usage: res.Usage, Requests: res.Requests}}
-		if err := st.Append(s.id, rec); err != nil {
+		if err := st.Append(context.WithoutCancel(s.ctx), s.id, rec); err != nil {
 			s.publishError("persistence", err, false)
 		}
 	}
 	s.publish(Event{Kind: EventTurnComplete, Turn: res})
+	if s.shared {
+		s.releaseLease()
+	}
+}
+
+// unanswered returns the tool_use blocks of a trailing assistant message,
+// which have no results yet; nil when the transcript does not end so.
+func (s *Session) unanswered() []model.Block {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.messages); n > 0 && s.messages[n-1].Role == model.RoleAssistant {
+		return s.messages[n-1].ToolUses()
+	}
+	return nil
+}
+
+func (s *Session) lastRole() model.Role {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.messages); n > 0 {
+		return s.messages[n-1].Role
+	}
+	return ""
+}
+
+// waitAgain makes the calls of a turn taken over the ones the session
+// waits for.
+func (s *Session) waitAgain(ctx context.Context, uses []model.Block) *callSet {
+	cs := newCallSet(ctx)
+	for _, b := range uses {
+		use := execapi.ToolUse{ID: b.ID, Name: b.Name, Input: string(b.Input)}
+		_, span := startToolCall(ctx, use)
+		cs.add(use, span)
+	}
+	s.mu.Lock()
+	s.calls = cs
+	s.mu.Unlock()
+	return cs
+}
+
+// resubmit sends again the calls of cs still without a result: the
+// executor runs an id once, so a call that ran, or runs still, is not run
+// again (its result comes in the replay), and one that never arrived runs
+// now.
+func (s *Session) resubmit(l execapi.Link, cs *callSet) {
+	for _, c := range cs.unfinished() {
+		if err := l.Submit(c.ctx(), c.use); err != nil {
+			s.log.Warn("send again a call of the turn taken over; will resend after resuming", "tool_use_id", c.use.ID, "err", err)
+			break
+		}
+	}
 }

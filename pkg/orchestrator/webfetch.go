@@ -36,7 +36,7 @@ type webFetchPage struct {
 
 // deliverResult hands an executor's result to the calls waiting for it;
 // a WebFetch page first gets its prompt answered.
-func (s *Session) deliverResult(cs *callSet, r *execapi.CallResult) {
+func (s *Session) deliverResult(cs *callSet, r *execapi.CallResult, announce func(*execapi.CallResult)) {
 	if prompt, ok := webFetchPrompt(cs, r); ok {
 		c, claimed := cs.claim(r.ToolUseID)
 		if !claimed {
@@ -45,7 +45,7 @@ func (s *Session) deliverResult(cs *callSet, r *execapi.CallResult) {
 		go s.applyPrompt(cs, c, r, prompt)
 		return
 	}
-	cs.deliver(r, s.publishResult)
+	cs.deliver(r, announce)
 }
 
 // webFetchPrompt returns the prompt of a WebFetch call whose result is a

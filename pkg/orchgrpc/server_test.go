@@ -85,7 +85,7 @@ func newEnv(t *testing.T, replies ...fakeapi.Reply) *env {
 		Model:           mc,
 		Executor:        executors,
 		DefaultExecutor: "embedded",
-		Store:           st,
+		Store:           orchestrator.FileStore(st),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -63,6 +63,9 @@ type Transcript struct {
 	// Turns counts the finished turns; Usage sums their tokens.
 	Turns int
 	Usage model.Usage
+	// Open is true when messages follow the last finished turn: a turn
+	// began and has no record of its end.
+	Open bool
 }
 
 // Load reads a session's transcript. Consecutive user messages (written
@@ -109,37 +112,48 @@ func (st *Store) Load(id string) (*Transcript, error) {
 			return nil, fmt.Errorf("transcript %s line %d: %w", f.Name(), n, err)
 		}
 		good += int64(len(line))
-		switch rec.Kind {
-		case KindSession:
-			t.Created = rec.Time
-			if rec.Config != nil {
-				t.Config = *rec.Config
-			}
-		case KindMessage:
-			if rec.Message != nil && len(rec.Message.Content) > 0 {
-				t.Messages = AppendMessage(t.Messages, *rec.Message)
-			}
-		case KindPlaced:
-			t.Config.Executor = rec.Executor
-		case KindRewind:
-			if rec.Keep < len(t.Messages) {
-				t.Messages = t.Messages[:rec.Keep]
-			}
-		case KindConfig:
-			if rec.Config != nil {
-				t.Config = *rec.Config
-			}
-		case KindTurn:
-			t.Turns++
-			if rec.Turn != nil {
-				t.Usage = t.Usage.Add(rec.Turn.Usage)
-			}
-		}
+		t.Add(rec)
 	}
 	if t.Created.IsZero() {
 		return nil, fmt.Errorf("transcript %s has no session header", f.Name())
 	}
 	return t, nil
+}
+
+// Add folds one record into the transcript, as Load does for each line:
+// the header sets the creation time and configuration, a message is
+// appended (joined to a preceding user message), a placed record moves
+// the session, a config record replaces the configuration, and a turn
+// record counts a turn and its usage.
+func (t *Transcript) Add(rec Record) {
+	switch rec.Kind {
+	case KindSession:
+		t.Created = rec.Time
+		if rec.Config != nil {
+			t.Config = *rec.Config
+		}
+	case KindMessage:
+		if rec.Message != nil && len(rec.Message.Content) > 0 {
+			t.Messages = AppendMessage(t.Messages, *rec.Message)
+			t.Open = true
+		}
+	case KindPlaced:
+		t.Config.Executor = rec.Executor
+	case KindRewind:
+		if rec.Keep < len(t.Messages) {
+			t.Messages = t.Messages[:rec.Keep]
+		}
+	case KindConfig:
+		if rec.Config != nil {
+			t.Config = *rec.Config
+		}
+	case KindTurn:
+		t.Open = false
+		t.Turns++
+		if rec.Turn != nil {
+			t.Usage = t.Usage.Add(rec.Turn.Usage)
+		}
+	}
 }
 
 // AppendMessage adds m to msgs, joining it to the last message when both

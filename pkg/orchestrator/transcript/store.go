@@ -26,6 +26,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toolwire/toolwire/pkg/model"
 )
 
 // Errors of the Store.
@@ -167,6 +169,8 @@ type Summary struct {
 	Directory string
 	// Model is the session's model.
 	Model string
+	// Executor is the executor the session runs on.
+	Executor string
 	// Created is when the session was created.
 	Created time.Time
 	// Updated is when its transcript last changed.
@@ -175,6 +179,8 @@ type Summary struct {
 	Turns int
 	// Messages is the transcript's length.
 	Messages int
+	// Usage sums the tokens of the completed turns.
+	Usage model.Usage
 	// Prompt is the text of the first user message.
 	Prompt string
 }
@@ -196,8 +202,8 @@ func (st *Store) List() ([]Summary, error) {
 		if err != nil {
 			continue
 		}
-		sum := Summary{ID: id, Directory: t.Config.Directory, Model: t.Config.Model, Created: t.Created,
-			Updated: info.ModTime(), Turns: t.Turns, Messages: len(t.Messages)}
+		sum := Summary{ID: id, Directory: t.Config.Directory, Model: t.Config.Model, Executor: t.Config.Executor,
+			Created: t.Created, Updated: info.ModTime(), Turns: t.Turns, Messages: len(t.Messages), Usage: t.Usage}
 		if len(t.Messages) > 0 {
 			sum.Prompt = t.Messages[0].Text()
 		}

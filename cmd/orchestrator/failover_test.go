@@ -1,0 +1,435 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	orchv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
+	"github.com/toolwire/toolwire/pkg/model/fakeapi"
+	"github.com/toolwire/toolwire/pkg/orchestrator/pgstore/pgtest"
+	"github.com/toolwire/toolwire/pkg/rpcerr"
+	"github.com/toolwire/toolwire/pkg/rpcserver"
+	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
+)
+
+// replica is one `orchestrator serve` on a shared PostgreSQL store.
+type replica struct {
+	name string
+	addr string
+	cmd  *exec.Cmd
+	logs *bytes.Buffer
+}
+
+// startReplica runs `orchestrator serve` with the store from
+// TOOLWIRE_STORE (the way a Kubernetes Secret gives it) and a short lease;
+// with dsn empty, on transcript files instead.
+func startReplica(t testing.TB, fake *fakeapi.Server, dsn, name, executor string) *replica {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	args := []string{"serve", "--listen", addr, "--insecure", "--replica", name, "--lease-ttl", "2s",
+		"--executor", executor, "--executor-insecure", "--log-format", "json", "--log-level", "warn"}
+	if dsn == "" {
+		args = append(args, "--sessions-dir", t.TempDir())
+	}
+	cmd := exec.Command(orchestratorBin, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "ANTHROPIC_API_KEY=k",
+		"ANTHROPIC_BASE_URL=" + fake.URL, "TOOLWIRE_STORE=" + dsn}
+	r := &replica{name: name, addr: addr, cmd: cmd, logs: &bytes.Buffer{}}
+	cmd.Stderr = r.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("replica %s logs:\n%s", name, r.logs.String())
+		}
+	})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rpcserver.WaitServing(ctx, conn, "toolwire.orchestrator.v1.OrchestratorService"); err != nil {
+		t.Fatalf("replica %s not serving: %v\n%s", name, err, r.logs.String())
+	}
+	return r
+}
+
+// kill ends the replica with SIGKILL: no shutdown, no hand-over.
+func (r *replica) kill(t *testing.T) {
+	t.Helper()
+	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = r.cmd.Wait()
+}
+
+func dial(t testing.TB, addr string) orchv1.OrchestratorServiceClient {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return orchv1.NewOrchestratorServiceClient(conn)
+}
+
+// seen is an event as the client saw it: its sequence number and what it
+// was.
+type seen struct {
+	seq  uint64
+	what string
+}
+
+func describe(r *orchv1.ConverseResponse) string {
+	switch {
+	case r.GetToolUse() != nil:
+		return "tool_use " + r.GetToolUse().GetId()
+	case r.GetToolResult() != nil:
+		return "tool_result " + r.GetToolResult().GetToolUseId()
+	case r.GetTurnComplete() != nil:
+		return "turn_complete " + r.GetTurnComplete().GetText()
+	case r.GetTextDelta() != nil:
+		return "text " + r.GetTextDelta().GetText()
+	case r.GetError() != nil:
+		return "error " + r.GetError().GetKind()
+	}
+	return fmt.Sprintf("%T", r.GetEvent())
+}
+
+// follow attaches to session id on addr after sequence after and sends
+// text if it is not empty; it returns the stream, whose Attached it has
+// read.
+func follow(t *testing.T, ctx context.Context, addr, id string, after uint64, text string) orchv1.OrchestratorService_ConverseClient {
+	t.Helper()
+	stream, err := dial(t, addr).Converse(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&orchv1.ConverseRequest{Msg: &orchv1.ConverseRequest_Attach{Attach: &orchv1.Attach{SessionId: id, LastSequence: after}}}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := stream.Recv()
+	if err != nil || first.GetAttached() == nil {
+		t.Fatalf("attach to %s on %s: %v %v", id, addr, first, err)
+	}
+	if text != "" {
+		if err := stream.Send(&orchv1.ConverseRequest{Msg: &orchv1.ConverseRequest_UserMessage{UserMessage: &orchv1.UserMessage{Text: text}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return stream
+}
+
+// TestFailoverMidTurn runs two orchestrator replicas on one PostgreSQL and
+// one toolsvc. A turn runs a long Bash call on replica a, which is killed
+// with SIGKILL while the call runs; replica b takes the turn over once the
+// lease expires, gets the call's result from the executor (which kept
+// running it) and asks the model again; b is killed while that model
+// request is pending, and a replica started anew in a's place takes the
+// turn over, issues the request again and completes the turn. The client
+// reconnects to whichever replica lives and receives every event after the
+// last one it saw; the Bash call ran exactly once.
+func TestFailoverMidTurn(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	root := sandboxtest.Dir(t)
+	toolsvc := startToolsvc(t, root)
+	const sleepArg = "4.7193" // names the call's process
+	pending := make(chan struct{})
+	defer close(pending)
+	fake := fakeapi.New(t,
+		fakeapi.ToolTurn(fakeapi.ToolUse("toolu_long", "Bash", map[string]any{
+			"command": "printf 'x\\n' >> ledger.toolu_long; sleep " + sleepArg + "; echo long-done"})),
+		// The request after the result hangs until its replica dies.
+		fakeapi.EndTurn(fakeapi.Block{Type: "text", Text: "never sent", Wait: pending}),
+		fakeapi.EndTurn(fakeapi.Text("All done.")),
+	)
+	a := startReplica(t, fake, dsn, "a", toolsvc)
+	b := startReplica(t, fake, dsn, "b", toolsvc)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// Any replica serves any session: create on b, converse on a.
+	if _, err := dial(t, b.addr).CreateSession(ctx, &orchv1.CreateSessionRequest{SessionId: "fo", Config: &orchv1.SessionConfig{
+		Settings: &executorv1.Settings{Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []seen
+	var last uint64
+	record := func(r *orchv1.ConverseResponse) {
+		if r.GetSequence() <= last {
+			t.Errorf("event %d (%s) after %d: out of order or twice", r.GetSequence(), describe(r), last)
+		}
+		last = r.GetSequence()
+		got = append(got, seen{r.GetSequence(), describe(r)})
+	}
+
+	stream := follow(t, ctx, a.addr, "fo", 0, "run the long job")
+	first := uint64(0)
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("before the kill: %v", err)
+		}
+		if first == 0 {
+			first = r.GetSequence() - 1
+		}
+		record(r)
+		if r.GetToolUse() != nil {
+			break
+		}
+	}
+	// The call runs on the executor: kill the replica running the turn.
+	for len(pidsWith(sleepArg)) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the Bash call never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// While a runs the turn, b refuses a second one: SESSION_BUSY.
+	busy := follow(t, ctx, b.addr, "fo", 0, "a second turn")
+	for {
+		r, err := busy.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := r.GetError(); e != nil {
+			if e.GetReason() != rpcerr.SessionBusy || !strings.Contains(e.GetMessage(), "replica a") {
+				t.Fatalf("second turn on b: %v, want SESSION_BUSY naming replica a", e)
+			}
+			break
+		}
+	}
+	a.kill(t)
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			break // a is gone
+		}
+		record(r)
+	}
+	if len(pidsWith(sleepArg)) == 0 {
+		t.Fatal("the Bash call ended with the replica: it must run on")
+	}
+
+	// Reconnect to b, which takes the turn over once a's lease expires.
+	stream = follow(t, ctx, b.addr, "fo", last, "")
+	streamDone := make(chan struct{})
+	var onB []*orchv1.ConverseResponse
+	go func() {
+		defer close(streamDone)
+		for {
+			r, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			onB = append(onB, r)
+		}
+	}()
+	if _, err := fake.WaitRequests(ctx, 2); err != nil {
+		t.Fatalf("b never asked the model with the call's result: %v", err)
+	}
+	// b's request is pending: kill b too.
+	b.kill(t)
+	<-streamDone
+	for _, r := range onB {
+		record(r)
+	}
+
+	// A replica started in a's place takes the turn over and finishes it.
+	a2 := startReplica(t, fake, dsn, "a2", toolsvc)
+	stream = follow(t, ctx, a2.addr, "fo", last, "")
+	var done *orchv1.TurnComplete
+	for done == nil {
+		r, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("on a2: %v", err)
+		}
+		record(r)
+		done = r.GetTurnComplete()
+	}
+	if done.GetStopReason() != orchv1.StopReason_STOP_REASON_END_TURN || done.GetText() != "All done." {
+		t.Fatalf("turn complete: %v", done)
+	}
+
+	// Every event after the first: a client that attaches now, after the
+	// sequence the first one started from, reads them all from the store.
+	witness := follow(t, ctx, a2.addr, "fo", first, "")
+	var want []seen
+	for {
+		r, err := witness.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, seen{r.GetSequence(), describe(r)})
+		if r.GetTurnComplete() != nil {
+			break
+		}
+	}
+	t.Logf("events the client saw over three replicas: %v", got)
+	if !slices.Equal(got, want) {
+		t.Errorf("the client saw, over three replicas:\n%v\nthe store holds:\n%v", got, want)
+	}
+	var uses, results int
+	for _, e := range got {
+		uses += boolInt(e.what == "tool_use toolu_long")
+		results += boolInt(e.what == "tool_result toolu_long")
+	}
+	if uses != 1 || results != 1 {
+		t.Errorf("the client saw %d tool_use and %d tool_result events of toolu_long, want 1 and 1", uses, results)
+	}
+
+	// The executor ran the call once.
+	ledger, err := os.ReadFile(filepath.Join(root, "ledger.toolu_long"))
+	if err != nil || string(ledger) != "x\n" {
+		t.Errorf("ledger of toolu_long: %q %v, want one run", ledger, err)
+	}
+	// The model request pending when b died was issued again, the same.
+	reqs := fake.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3", len(reqs))
+	}
+	if a, b := mustJSON(t, reqs[1].Body.Messages), mustJSON(t, reqs[2].Body.Messages); a != b {
+		t.Errorf("the request issued again differs:\n%s\n%s", a, b)
+	}
+	msgs := reqs[2].Body.Messages
+	if len(msgs) != 3 || msgs[2].Content[0].ToolUseID != "toolu_long" || msgs[2].Content[0].Content[0].Text != "long-done" {
+		t.Errorf("the request after the call carries %+v", msgs)
+	}
+	// Any replica describes the session the same.
+	s, err := dial(t, a2.addr).GetSession(ctx, &orchv1.GetSessionRequest{SessionId: "fo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.GetSession().GetTurns() != 1 || s.GetSession().GetBusy() {
+		t.Errorf("session after the turn: %v", s.GetSession())
+	}
+	list, err := dial(t, a2.addr).ListSessions(ctx, &orchv1.ListSessionsRequest{})
+	if err != nil || len(list.GetSessions()) != 1 || list.GetSessions()[0].GetId() != "fo" {
+		t.Errorf("list: %v %v", list, err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestHandOverOnSIGTERM: a replica that is stopped (a node drain, a
+// rollout) in the middle of a turn hands it over: another replica takes it
+// over at once and completes it, and the running call, which the stopped
+// replica did not abort, runs once.
+func TestHandOverOnSIGTERM(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	root := sandboxtest.Dir(t)
+	toolsvc := startToolsvc(t, root)
+	const sleepArg = "3.1427"
+	fake := fakeapi.New(t,
+		fakeapi.ToolTurn(fakeapi.ToolUse("toolu_drain", "Bash", map[string]any{
+			"command": "printf 'x\\n' >> ledger.toolu_drain; sleep " + sleepArg + "; echo drained"})),
+		fakeapi.EndTurn(fakeapi.Text("Finished elsewhere.")),
+	)
+	a := startReplica(t, fake, dsn, "a", toolsvc)
+	b := startReplica(t, fake, dsn, "b", toolsvc)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := dial(t, a.addr).CreateSession(ctx, &orchv1.CreateSessionRequest{SessionId: "drain", Config: &orchv1.SessionConfig{
+		Settings: &executorv1.Settings{Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	stream := follow(t, ctx, a.addr, "drain", 0, "run it")
+	var last uint64
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = r.GetSequence()
+		if r.GetToolUse() != nil {
+			break
+		}
+	}
+	for len(pidsWith(sleepArg)) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the Bash call never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cmd.Wait(); err != nil {
+		t.Fatalf("replica a exited with %v after SIGTERM", err)
+	}
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			break
+		}
+		last = r.GetSequence()
+	}
+	if len(pidsWith(sleepArg)) == 0 {
+		t.Fatal("the stopped replica aborted the call it handed over")
+	}
+	stream = follow(t, ctx, b.addr, "drain", last, "")
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("on b: %v", err)
+		}
+		if r.GetSequence() <= last {
+			t.Fatalf("event %d after %d", r.GetSequence(), last)
+		}
+		last = r.GetSequence()
+		if tc := r.GetTurnComplete(); tc != nil {
+			if tc.GetText() != "Finished elsewhere." {
+				t.Fatalf("turn complete: %v", tc)
+			}
+			break
+		}
+	}
+	if ledger, err := os.ReadFile(filepath.Join(root, "ledger.toolu_drain")); err != nil || string(ledger) != "x\n" {
+		t.Errorf("ledger: %q %v, want one run", ledger, err)
+	}
+	msgs := fake.Requests()[1].Body.Messages
+	if len(msgs) != 3 || msgs[2].Content[0].Content[0].Text != "drained" {
+		t.Errorf("the request after the call carries %s", mustJSON(t, msgs))
+	}
+}

@@ -1,0 +1,234 @@
+package orchestrator_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/toolwire/toolwire/pkg/embedded"
+	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/model/fakeapi"
+	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchestrator/pgstore"
+	"github.com/toolwire/toolwire/pkg/orchestrator/pgstore/pgtest"
+	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
+)
+
+// replicas starts n orchestrators on one PostgreSQL and one in-process
+// executor, named r0, r1, ...
+func replicas(t *testing.T, fake *fakeapi.Server, n int) ([]*orchestrator.Orchestrator, string) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	emb, err := embedded.Start(context.Background(), embedded.Config{Root: sandboxtest.Dir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Close)
+	var out []*orchestrator.Orchestrator
+	for i := range n {
+		st, err := pgstore.Open(context.Background(), dsn, pgstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, err := model.New(model.Config{APIKey: "test", BaseURL: fake.URL, Model: "claude-test",
+			MaxRetries: 2, RetryBaseDelay: time.Millisecond, RetryMaxDelay: 2 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := orchestrator.New(orchestrator.Config{
+			Model: client, Executor: executorClient(t, emb.Conn()), DefaultExecutor: "embedded",
+			Store: st, Replica: "r" + string(rune('0'+i)), LeaseTTL: time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			o.Close()
+			st.Close()
+		})
+		out = append(out, o)
+	}
+	return out, dsn
+}
+
+// TestReplicasServeAnySession: a session created on one replica is served
+// by the other: turns run on either, each sees the other's, a turn running
+// on one makes the other refuse a second (SESSION_BUSY, naming the
+// holder) while its clients follow the running turn's events.
+func TestReplicasServeAnySession(t *testing.T) {
+	gate := make(chan struct{})
+	fake := fakeapi.New(t,
+		fakeapi.EndTurn(fakeapi.Text("hi from r1")),
+		fakeapi.EndTurn(fakeapi.Block{Type: "text", Text: "held on r0", Wait: gate}),
+	)
+	rs, _ := replicas(t, fake, 2)
+	ctx := context.Background()
+	if _, err := rs[0].Create(ctx, "s1", orchestrator.SessionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	s1, err := rs[1].Session(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s1.Run(ctx, "hello")
+	if err != nil || res.Text != "hi from r1" {
+		t.Fatalf("turn on r1: %+v %v", res, err)
+	}
+	s0, err := rs[0].Session(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := s0.Info(); info.Turns != 1 || info.MessageCount != 2 {
+		t.Fatalf("r0 after r1's turn: %+v", info)
+	}
+
+	// r1 follows the turn r0 runs.
+	sub := s1.Subscribe(s1.LastSequence())
+	if err := s0.Start("again"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.WaitRequests(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	err = s1.Start("a third")
+	var le *orchestrator.LeaseError
+	if !errors.Is(err, orchestrator.ErrBusy) || !errors.As(err, &le) || le.Holder != "r0" {
+		t.Fatalf("second turn on r1: %v, want ErrBusy held by r0", err)
+	}
+	if !s1.Info().Busy {
+		t.Error("r1 does not report the session busy while r0 runs its turn")
+	}
+	close(gate)
+	var texts []string
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == orchestrator.EventText {
+			texts = append(texts, ev.Text)
+		}
+		if ev.Kind == orchestrator.EventTurnComplete {
+			if ev.Turn.Text != "held on r0" {
+				t.Errorf("turn complete on r1: %+v", ev.Turn)
+			}
+			break
+		}
+	}
+	if len(texts) == 0 {
+		t.Error("r1's client saw no text of r0's turn")
+	}
+	// The lease is free again: r1 runs the next turn.
+	fake.Push(fakeapi.EndTurn(fakeapi.Text("third")))
+	if res, err := s1.Run(ctx, "a third"); err != nil || res.Text != "third" {
+		t.Fatalf("turn on r1 after r0's: %+v %v", res, err)
+	}
+	reqs := fake.Requests()
+	if msgs := reqs[len(reqs)-1].Body.Messages; len(msgs) != 5 {
+		t.Errorf("r1's request carries %d messages, want the 5 of both replicas' turns", len(msgs))
+	}
+	for _, o := range rs {
+		infos, err := o.List(ctx)
+		if err != nil || len(infos) != 1 || infos[0].Turns != 3 {
+			t.Errorf("list: %+v %v", infos, err)
+		}
+	}
+	if err := rs[1].Delete(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs[0].Session(ctx, "s1"); !errors.Is(err, orchestrator.ErrNotFound) {
+		t.Errorf("r0 after r1 deleted the session: %v, want ErrNotFound", err)
+	}
+}
+
+// TestReplicaInterruptReachesTheTurn: an interrupt that reaches a replica
+// not running the turn stops it on the replica that does.
+func TestReplicaInterruptReachesTheTurn(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	fake := fakeapi.New(t, fakeapi.EndTurn(fakeapi.Block{Type: "text", Text: "never", Wait: gate}))
+	rs, _ := replicas(t, fake, 2)
+	ctx := context.Background()
+	s0, err := rs[0].Create(ctx, "s1", orchestrator.SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := rs[1].Session(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := s1.Subscribe(s1.LastSequence())
+	if err := s0.Start("wait"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	s1.Interrupt("from r1")
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == orchestrator.EventTurnComplete {
+			if ev.Turn.StopReason != orchestrator.StopInterrupted {
+				t.Errorf("turn ended %s, want interrupted", ev.Turn.StopReason)
+			}
+			break
+		}
+	}
+	msgs := s0.Messages()
+	last := msgs[len(msgs)-1]
+	if b := last.Content[len(last.Content)-1]; last.Role != model.RoleUser || b.Text != "[Request interrupted by user]" {
+		t.Errorf("last message %+v, want it to end with the interrupt note", last)
+	}
+}
+
+// TestExpiredLeaseWithoutATurn: a replica that took a session's lease and
+// died before the turn's first message was stored leaves nothing to go on
+// with: another replica frees the lease without writing anything, and the
+// next turn runs.
+func TestExpiredLeaseWithoutATurn(t *testing.T) {
+	fake := fakeapi.New(t, fakeapi.EndTurn(fakeapi.Text("first")), fakeapi.EndTurn(fakeapi.Text("second")))
+	rs, dsn := replicas(t, fake, 1)
+	ctx := context.Background()
+	s, err := rs[0].Create(ctx, "s1", orchestrator.SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Run(ctx, "one"); err != nil || res.Text != "first" {
+		t.Fatalf("first turn: %+v %v", res, err)
+	}
+	ghost, err := pgstore.Open(ctx, dsn, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ghost.Close()
+	if err := ghost.Acquire(ctx, "s1", "ghost", time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		holder, _, err := ghost.Lease(ctx, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if holder == "" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if res, err := s.Run(ctx, "two"); err != nil || res.Text != "second" {
+		t.Fatalf("second turn: %+v %v", res, err)
+	}
+	tr, err := ghost.Load(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Turns != 2 || len(tr.Messages) != 4 || tr.Open {
+		t.Errorf("transcript: %d turns, %d messages, open %v; want 2, 4, false", tr.Turns, len(tr.Messages), tr.Open)
+	}
+	if n := len(fake.Requests()); n != 2 {
+		t.Errorf("%d model requests, want 2", n)
+	}
+}
