@@ -146,15 +146,16 @@ func freeLoopbackAddr() (string, error) {
 
 // dial connects to a loopback server with the options toolbench uses for
 // floors and toolsvc alike. Reconnect backoff is short so that waiting for a
-// starting server does not round its start-up time up to a second.
-func dial(addr string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(addr,
+// starting server does not round its start-up time up to a second. extra
+// options (a transport's) are appended.
+func dial(addr string, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(addr, append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16 << 20)),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 500 * time.Microsecond, Multiplier: 1.2, MaxDelay: 2 * time.Millisecond},
 			MinConnectTimeout: time.Second,
-		}))
+		})}, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
 	}
@@ -302,15 +303,16 @@ func waitServing(ctx context.Context, conn *grpc.ClientConn, c *child) error {
 }
 
 // startEcho starts this binary again as the bare gRPC server of the floors
-// and returns it with its address.
-func startEcho(ctx context.Context) (*child, string, error) {
+// and returns it with its two addresses: untuned and tuned.
+func startEcho(ctx context.Context) (*child, [2]string, error) {
+	var none [2]string
 	self, err := os.Executable()
 	if err != nil {
-		return nil, "", fmt.Errorf("find own executable: %w", err)
+		return nil, none, fmt.Errorf("find own executable: %w", err)
 	}
 	c, stdout, err := startChild("echo server", self, []string{echoCommand}, os.Environ(), true)
 	if err != nil {
-		return nil, "", err
+		return nil, none, err
 	}
 	line := make(chan string, 1)
 	go func() {
@@ -321,17 +323,18 @@ func startEcho(ctx context.Context) (*child, string, error) {
 	}()
 	select {
 	case s := <-line:
-		addr, ok := strings.CutPrefix(strings.TrimSpace(s), "listening ")
-		if !ok {
+		addrs, ok := strings.CutPrefix(strings.TrimSpace(s), "listening ")
+		plain, tunedAddr, two := strings.Cut(addrs, " ")
+		if !ok || !two {
 			_ = c.stop()
-			return nil, "", fmt.Errorf("echo server said %q, want \"listening ADDR\"; stderr:\n%s", s, c.logs.String())
+			return nil, none, fmt.Errorf("echo server said %q, want \"listening ADDR TUNED-ADDR\"; stderr:\n%s", s, c.logs.String())
 		}
-		return c, addr, nil
+		return c, [2]string{plain, tunedAddr}, nil
 	case <-ctx.Done():
 		_ = c.stop()
-		return nil, "", ctx.Err()
+		return nil, none, ctx.Err()
 	case <-time.After(30 * time.Second):
 		_ = c.stop()
-		return nil, "", fmt.Errorf("echo server did not report its address in 30s")
+		return nil, none, fmt.Errorf("echo server did not report its addresses in 30s")
 	}
 }

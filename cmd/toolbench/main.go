@@ -152,21 +152,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	closers = append(closers, w.cleanup)
 
-	echo, echoAddr, err := startEcho(ctx)
+	echo, echoAddrs, err := startEcho(ctx)
 	if err != nil {
 		return err
 	}
 	closers = append(closers, echo.stop)
-	echoConn, err := dial(echoAddr)
-	if err != nil {
-		return err
-	}
-	closers = append(closers, echoConn.Close)
-	ping, err := openPing(ctx, echoConn)
-	if err != nil {
-		return err
-	}
-	closers = append(closers, func() error { ping.close(); return nil })
 	refDir, err := w.workspace("reference")
 	if err != nil {
 		return err
@@ -175,12 +165,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	readFile, err := openReadFile(ctx, echoConn, fixture)
-	if err != nil {
-		return err
+	var figs []*figure
+	for i, t := range []transport{untuned, tuned} {
+		conn, err := dial(echoAddrs[i], t.dialOptions()...)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, conn.Close)
+		ping, err := openPing(ctx, conn)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, func() error { ping.close(); return nil })
+		readFile, err := openReadFile(ctx, conn, fixture)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, func() error { readFile.close(); return nil })
+		figs = append(figs, floorFigures(p, t, echo.cmd.Process.Pid, ping, readFile, conn)...)
 	}
-	closers = append(closers, func() error { readFile.close(); return nil })
-	figs := floorFigures(p, echo.cmd.Process.Pid, ping, readFile, echoConn)
 
 	for _, sb := range o.sandboxes {
 		root, err := w.workspace("root-" + sb)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -83,6 +85,7 @@ func checkNoSurvivors(t *testing.T, binDir string, dirs ...string) {
 var allIDs = []string{
 	"floor_grpc_pingpong", "floor_exec_bash_true", "floor_exec_bash_true_x32", "floor_grpc_stream_64mib", "floor_exec_head_64mib",
 	refRead, refStream,
+	"floor_grpc_pingpong_tuned", "floor_grpc_stream_64mib_tuned", "floor_exec_head_64mib_tuned", refRead + tunedSuffix, refStream + tunedSuffix,
 	"read_1kib/none", "bash_true/none", "bash_true_x32/none", "bash_stream_64mib/none", "abort_sleep/none", "abort_start/none", "startup_serving/none",
 	"read_1kib/landlock", "bash_true/landlock", "bash_true_x32/landlock", "bash_stream_64mib/landlock", "abort_sleep/landlock", "abort_start/landlock", "startup_serving/landlock",
 }
@@ -221,7 +224,7 @@ func TestEvaluate(t *testing.T) {
 		{ID: "abort_sleep/none", N: 1, Median: 999, Unit: "µs"},
 	}
 	ratios, conf := evaluate(sums, []string{"none", "landlock"})
-	want := map[string]bool{"read_1kib/none": true, "read_1kib/landlock": false, "bash_stream_64mib/none": false, "abort_sleep/none": true}
+	want := map[string]bool{"read_1kib/none": true, "read_1kib/landlock": false, "bash_stream_64mib/none": false, "abort_sleep/none": false}
 	if len(ratios) != len(want) {
 		t.Fatalf("got %d ratios, want %d: %+v", len(ratios), len(want), ratios)
 	}
@@ -245,17 +248,23 @@ func TestBounds(t *testing.T) {
 		{ID: refStream, N: 1, Median: 450},
 		{ID: "bash_stream_64mib/none", N: 1, Median: 300},
 		{ID: "bash_true/none", N: 1, Median: 300}, // no reference: no bound
+		{ID: "floor_grpc_stream_64mib" + tunedSuffix, N: 1, Median: 800},
+		{ID: refStream + tunedSuffix, N: 1, Median: 600},
 	}
 	got := bounds(sums, []string{"none", "landlock"})
-	if len(got) != 2 {
-		t.Fatalf("got %d bounds, want 2: %+v", len(got), got)
+	if len(got) != 3 {
+		t.Fatalf("got %d bounds, want 3: %+v", len(got), got)
 	}
-	read, stream := got[0], got[1]
+	read, stream, tunedStream := got[0], got[1], got[2]
+	if tunedStream.Reference != refStream+tunedSuffix || tunedStream.Value != 0.75 || tunedStream.Reachable ||
+		tunedStream.Goal != ">= 0.8x" || tunedStream.FigureToReference["bash_stream_64mib/none"] != 0.5 {
+		t.Errorf("tuned stream bound = %+v, want 0.75x, out of reach, the figure at 0.5x the reference", tunedStream)
+	}
 	if read.Reference != refRead || read.Value != 1.6 || read.Reachable || read.Goal != "<= 1.5x" ||
 		read.FigureToReference["read_1kib/none"] != 2 || read.FigureToReference["read_1kib/landlock"] != 2.5 {
 		t.Errorf("Read bound = %+v, want 1.6x, out of reach, figures at 2x and 2.5x the reference", read)
 	}
-	if stream.Reference != refStream || stream.Value != 0.9 || !stream.Reachable || stream.Goal != ">= 0.8x" ||
+	if stream.Reference != refStream || stream.Value != 0.9 || !stream.Reachable || stream.Goal != ">= 0.9x" ||
 		stream.FigureToReference["bash_stream_64mib/none"] != 300.0/450 {
 		t.Errorf("stream bound = %+v, want 0.9x, within reach", stream)
 	}
@@ -268,15 +277,21 @@ func TestBounds(t *testing.T) {
 // reference methods answer: the file's lines numbered, and exactly the
 // bytes head was asked for.
 func TestReferences(t *testing.T) {
+	for _, tr := range []transport{untuned, tuned} {
+		t.Run(fmt.Sprintf("tuned=%v", tr.tuned), func(t *testing.T) { testReferences(t, tr) })
+	}
+}
+
+func testReferences(t *testing.T, tr transport) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer()
-	srv.RegisterService(&echoService, nil)
+	srv := grpc.NewServer(tr.serverOptions()...)
+	srv.RegisterService(&echoService, tr)
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()
-	conn, err := dial(lis.Addr().String())
+	conn, err := dial(lis.Addr().String(), tr.dialOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,9 +324,35 @@ func TestReferences(t *testing.T) {
 		t.Errorf("ReadFile answered %q, want 16 numbered lines", text.GetValue())
 	}
 
-	took, n, err := floodOnce(t.Context(), conn, methodExecFlood)
+	for _, m := range []int{methodExecFlood, methodFlood} {
+		took, n, err := floodOnce(t.Context(), conn, m)
+		if err != nil || n != streamBytes || took <= 0 {
+			t.Errorf("%s: %v, %d bytes, %v; want %d bytes", methodName(m), took, n, err, streamBytes)
+		}
+	}
+	took, n, err := headOnce(t.Context(), tr)
 	if err != nil || n != streamBytes || took <= 0 {
-		t.Errorf("ExecFlood: %v, %d bytes, %v; want %d bytes", took, n, err, streamBytes)
+		t.Errorf("head: %v, %d bytes, %v; want %d bytes", took, n, err, streamBytes)
+	}
+}
+
+// TestPipeSize checks that the tuned transport really enlarges a pipe.
+func TestPipeSize(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if err := tuned.setPipeSize(r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := unix.FcntlInt(w.Fd(), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != tuned.pipeSize {
+		t.Errorf("pipe size %d, want %d", got, tuned.pipeSize)
 	}
 }
 
