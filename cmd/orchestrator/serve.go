@@ -28,6 +28,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	listen := fs.String("listen", "127.0.0.1:7071", `address to serve on: "host:port" or "unix:///path/to.sock"`)
 	grace := fs.Duration("grace", 10*time.Second, "on shutdown, how long streams may finish before they are cut")
 	security := rpcauth.RegisterServerFlags(fs)
+	transport := rpcserver.RegisterTransportFlags(fs, "", "to a client")
 	if _, err := parseInterleaved(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -43,6 +44,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	secure, err := security.ServerOptions(*listen)
 	if err != nil {
 		return err
+	}
+	if err := transport.Validate(); err != nil {
+		return fmt.Errorf("--grpc-*: %w", err)
 	}
 	if err := c.checkExecutorSecurity(); err != nil {
 		return err
@@ -74,7 +78,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 			return fmt.Errorf("become child subreaper: %w", err)
 		}
 	}
-	dial := newDialer(c.embeddedConfig(log), c.executorSecurity, log)
+	dial := newDialer(c.embeddedConfig(log), c.executorSecurity, *c.executorTransport, log)
 	defer dial.Close()
 	if c.executor == "" {
 		// Start the in-process executor now, so that a setup error stops
@@ -111,7 +115,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		orch.Close()
 		return fmt.Errorf("--listen: %w", err)
 	}
-	srv := rpcserver.New(log, secure...)
+	srv := rpcserver.New(log, append(secure, transport.ServerOptions()...)...)
 	orchgrpc.NewServer(orch, log).Register(srv.Server)
 	srv.Health.SetServingStatus(orchgrpc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	serveErr := make(chan error, 1)

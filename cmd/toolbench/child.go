@@ -21,6 +21,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/rpcserver"
 )
 
 // nobody is the uid and gid toolsvc runs tools as by default when started as
@@ -219,8 +220,10 @@ type toolsvcProc struct {
 
 // startToolsvc starts `toolsvc serve` on a free loopback port with the given
 // sandbox backend and workspace root, waits until its health service says
-// SERVING, and returns it with the time that took from process start.
-func startToolsvc(ctx context.Context, bin, sandbox, root string, w *workDir) (*toolsvcProc, time.Duration, error) {
+// SERVING, and returns it with the time that took from process start. The
+// connection has rpcserver.DefaultTransport's windows and buffers, as
+// toolwire's clients do, unless grpcDefaults.
+func startToolsvc(ctx context.Context, bin, sandbox, root string, w *workDir, grpcDefaults bool) (*toolsvcProc, time.Duration, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, 0, err
@@ -237,7 +240,11 @@ func startToolsvc(ctx context.Context, bin, sandbox, root string, w *workDir) (*
 		return nil, 0, err
 	}
 	p := &toolsvcProc{child: c, sandbox: sandbox, addr: addr}
-	if p.conn, err = dial(addr); err != nil {
+	var opts []grpc.DialOption
+	if !grpcDefaults {
+		opts = rpcserver.DefaultTransport.DialOptions()
+	}
+	if p.conn, err = dial(addr, opts...); err != nil {
 		_ = c.stop()
 		return nil, 0, err
 	}

@@ -62,6 +62,9 @@ type options struct {
 	quiet     bool
 	seed      uint64
 	only      *regexp.Regexp
+	// grpcDefaults dials toolsvc with gRPC's default windows and buffers
+	// instead of the ones toolwire's clients use.
+	grpcDefaults bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -83,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.quiet, "q", false, "no progress notes on stderr")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the round order (0: from the clock)")
 	only := fs.String("only", "", "measure only the figures whose id matches this regular expression (e.g. 'bash_true/|floor_exec_bash_true$')")
+	fs.BoolVar(&o.grpcDefaults, "grpc-defaults", false, "dial toolsvc with gRPC's default HTTP/2 windows and buffers instead of those toolwire's clients use (4/16 MiB, 256 KiB), to measure what they change")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -190,7 +194,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		if err != nil {
 			return err
 		}
-		svc, _, err := startToolsvc(ctx, o.toolsvc, sb, root, w)
+		svc, _, err := startToolsvc(ctx, o.toolsvc, sb, root, w, o.grpcDefaults)
 		if err != nil {
 			return err
 		}
@@ -212,7 +216,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		figs = append(figs, sf...)
 	}
 	for _, sb := range o.sandboxes {
-		f, err := startupFigure(p, o.toolsvc, sb, w)
+		f, err := startupFigure(p, o.toolsvc, sb, w, o.grpcDefaults)
 		if err != nil {
 			return err
 		}

@@ -209,7 +209,7 @@ func toolsvcFigures(ctx context.Context, p plan, svc *toolsvcProc, root string, 
 
 // startupFigure measures process start to SERVING for fresh toolsvc
 // processes, each stopped again after its sample.
-func startupFigure(p plan, bin, sb string, w *workDir) (*figure, error) {
+func startupFigure(p plan, bin, sb string, w *workDir, grpcDefaults bool) (*figure, error) {
 	root, err := w.workspace("start-" + sb)
 	if err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func startupFigure(p plan, bin, sb string, w *workDir) (*figure, error) {
 	return &figure{id: "startup_serving/" + sb, label: "toolsvc process start to SERVING health (sandbox " + sb + ")",
 		sandbox: sb, unit: latency, n: p.startN, warm: 1,
 		sample: func(ctx context.Context) (time.Duration, int64, error) {
-			svc, took, err := startToolsvc(ctx, bin, sb, root, w)
+			svc, took, err := startToolsvc(ctx, bin, sb, root, w, grpcDefaults)
 			if err != nil {
 				return 0, 0, err
 			}
