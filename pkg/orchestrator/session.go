@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -33,6 +34,9 @@ type Session struct {
 
 	mu       sync.Mutex // guards the fields below
 	messages []model.Message
+	// encoded holds model.EncodeMessage of messages[i] for i <
+	// len(encoded), made once for all the requests that send them.
+	encoded []json.RawMessage
 	nturns   int
 	usage    model.Usage
 	busy     bool
@@ -264,6 +268,9 @@ func (s *Session) Decide(d execapi.PermissionDecision) error {
 func (s *Session) addMessage(m model.Message, messageID string) error {
 	s.mu.Lock()
 	s.messages = transcript.AppendMessage(s.messages, m)
+	if len(s.encoded) >= len(s.messages) { // m was joined to an encoded message
+		s.encoded = s.encoded[:len(s.messages)-1]
+	}
 	s.mu.Unlock()
 	s.publish(Event{Kind: EventMessage, Message: &m, MessageID: messageID})
 	if st := s.o.cfg.Store; st != nil {
@@ -274,10 +281,19 @@ func (s *Session) addMessage(m model.Message, messageID string) error {
 	return nil
 }
 
-func (s *Session) snapshot() []model.Message {
+// snapshot returns a copy of the messages and the encodings of all but the
+// newest, encoding those not encoded yet.
+func (s *Session) snapshot() ([]model.Message, []json.RawMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]model.Message(nil), s.messages...)
+	for i := len(s.encoded); i < len(s.messages)-1; i++ {
+		raw, err := model.EncodeMessage(s.messages[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		s.encoded = append(s.encoded, raw)
+	}
+	return append([]model.Message(nil), s.messages...), s.encoded[:len(s.encoded):len(s.encoded)], nil
 }
 
 func (s *Session) takeNotes() []string {
