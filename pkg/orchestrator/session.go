@@ -36,7 +36,7 @@ type Session struct {
 	messages []model.Message
 	// encoded holds model.EncodeMessage of messages[i] for i <
 	// len(encoded), made once for all the requests that send them.
-	encoded []json.RawMessage
+	encoded  []json.RawMessage
 	nturns   int
 	usage    model.Usage
 	busy     bool
