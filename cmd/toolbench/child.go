@@ -213,6 +213,7 @@ func (w *workDir) cleanup() error {
 type toolsvcProc struct {
 	*child
 	sandbox string
+	root    string // workspace root
 	addr    string
 	conn    *grpc.ClientConn
 	client  executorv1.ExecutorServiceClient
@@ -239,7 +240,7 @@ func startToolsvc(ctx context.Context, bin, sandbox, root string, w *workDir, gr
 	if err != nil {
 		return nil, 0, err
 	}
-	p := &toolsvcProc{child: c, sandbox: sandbox, addr: addr}
+	p := &toolsvcProc{child: c, sandbox: sandbox, root: root, addr: addr}
 	var opts []grpc.DialOption
 	if !grpcDefaults {
 		opts = rpcserver.DefaultTransport.DialOptions()

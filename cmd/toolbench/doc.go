@@ -37,6 +37,11 @@
 // "_tuned"; the echo server listens on a second port for them. Targets and
 // bounds are computed against both.
 //
+// After the rounds, the sessions figure opens 10, 100 and 500 sessions
+// (--sessions) on each toolsvc and has every one send Reads of the 1 KiB
+// file back to back, 20000 in all (--sessions-calls): calls per second,
+// and toolsvc's own CPU per call from /proc/PID/stat.
+//
 // Because the machine it runs on may be shared, samples are taken in rounds:
 // each round takes a share of every figure's samples, floors and peers in a
 // shuffled order, so a burst of load from elsewhere touches both sides of a

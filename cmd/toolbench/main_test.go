@@ -101,8 +101,9 @@ func TestToolbench(t *testing.T) {
 	toolsvc, toolbench := build(t, binDir)
 
 	tmp1, tmp2 := sandboxtest.Dir(t), sandboxtest.Dir(t)
-	out := runBench(t, toolbench, tmp1, "--toolsvc", toolsvc, "-n", "5", "--warmup", "1", "--rounds", "2", "--stream-n", "1", "--start-n", "1", "-q")
-	want := append([]string{"load average", "targets", "bounds", "cost of confinement"}, allIDs...)
+	out := runBench(t, toolbench, tmp1, "--toolsvc", toolsvc, "-n", "5", "--warmup", "1", "--rounds", "2", "--stream-n", "1", "--start-n", "1", "-q",
+		"--sessions", "2,3", "--sessions-calls", "20")
+	want := append([]string{"load average", "targets", "bounds", "cost of confinement", "many sessions"}, allIDs...)
 	for _, target := range targets {
 		for _, sb := range []string{"none", "landlock"} {
 			want = append(want, target.name+" (sandbox "+sb+")")
@@ -118,12 +119,17 @@ func TestToolbench(t *testing.T) {
 			t.Errorf("confinement table lacks %s", name)
 		}
 	}
+	for _, row := range []string{"none             2      20", "none             3      20", "landlock         3      20"} {
+		if !strings.Contains(out, row) {
+			t.Errorf("sessions table lacks the row %q", row)
+		}
+	}
 	if t.Failed() {
 		t.Logf("output:\n%s", out)
 	}
 
 	out = runBench(t, toolbench, tmp2, "--toolsvc", toolsvc, "--json", "-n", "2", "--warmup", "0", "--rounds", "1",
-		"--stream-n", "1", "--start-n", "1", "--sandboxes", "none", "-q")
+		"--stream-n", "1", "--start-n", "1", "--sandboxes", "none", "-q", "--sessions", "2", "--sessions-calls", "10")
 	var rep Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json output is not a Report: %v\n%s", err, out)
@@ -151,8 +157,12 @@ func TestToolbench(t *testing.T) {
 	if len(rep.Ratios) != len(targets) {
 		t.Errorf("--json has %d ratios, want %d: %+v", len(rep.Ratios), len(targets), rep.Ratios)
 	}
-	if len(rep.Bounds) != 2 {
-		t.Errorf("--json has %d bounds, want 2 (Read and stream): %+v", len(rep.Bounds), rep.Bounds)
+	if len(rep.Bounds) != 4 {
+		t.Errorf("--json has %d bounds, want 4 (Read and stream, untuned and tuned): %+v", len(rep.Bounds), rep.Bounds)
+	}
+	if len(rep.Sessions) != 1 || rep.Sessions[0].Sessions != 2 || rep.Sessions[0].Calls != 10 ||
+		rep.Sessions[0].Sandbox != "none" || rep.Sessions[0].CallsPerSecond <= 0 {
+		t.Errorf("--json sessions figures %+v, want one of 10 calls in 2 sessions", rep.Sessions)
 	}
 	for _, b := range rep.Bounds {
 		if b.Value <= 0 || len(b.FigureToReference) != 1 {
@@ -398,5 +408,20 @@ func TestStreamCeiling(t *testing.T) {
 	}
 	if got := streamCeiling(Summary{}, flood, 2); got != 0 {
 		t.Errorf("ceiling without the head floor = %v, want 0", got)
+	}
+}
+
+func TestParseSessions(t *testing.T) {
+	got, err := parseSessions("10, 100,500")
+	if err != nil || !slices.Equal(got, []int{10, 100, 500}) {
+		t.Errorf("parseSessions = %v, %v", got, err)
+	}
+	if got, err := parseSessions(""); err != nil || got != nil {
+		t.Errorf(`parseSessions("") = %v, %v; want none`, got, err)
+	}
+	for _, bad := range []string{"0", "ten", "10,", "-1"} {
+		if _, err := parseSessions(bad); err == nil {
+			t.Errorf("parseSessions(%q) passed", bad)
+		}
 	}
 }

@@ -91,19 +91,20 @@ type Machine struct {
 
 // Report is toolbench's whole output, also its --json form.
 type Report struct {
-	Start       time.Time     `json:"start"`
-	Duration    string        `json:"duration"`
-	Machine     Machine       `json:"machine"`
-	LoadBefore  string        `json:"load_before"`
-	LoadAfter   string        `json:"load_after"`
-	Samples     int           `json:"samples"`
-	Warmup      int           `json:"warmup"`
-	Rounds      int           `json:"rounds"`
-	Seed        uint64        `json:"seed"`
-	Figures     []Summary     `json:"figures"`
-	Ratios      []Ratio       `json:"ratios"`
-	Bounds      []Bound       `json:"bounds"`
-	Confinement []Confinement `json:"confinement"`
+	Start       time.Time        `json:"start"`
+	Duration    string           `json:"duration"`
+	Machine     Machine          `json:"machine"`
+	LoadBefore  string           `json:"load_before"`
+	LoadAfter   string           `json:"load_after"`
+	Samples     int              `json:"samples"`
+	Warmup      int              `json:"warmup"`
+	Rounds      int              `json:"rounds"`
+	Seed        uint64           `json:"seed"`
+	Figures     []Summary        `json:"figures"`
+	Ratios      []Ratio          `json:"ratios"`
+	Bounds      []Bound          `json:"bounds"`
+	Confinement []Confinement    `json:"confinement"`
+	Sessions    []SessionsFigure `json:"sessions,omitempty"`
 }
 
 // summarise computes a figure's statistics from its samples.
@@ -362,6 +363,25 @@ func writeText(w io.Writer, r *Report) error {
 				rel = append(rel, fmt.Sprintf("%s %.2fx", id, b.FigureToReference[id]))
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%.3fx\t%s\t%s\t%s\n", b.Target, b.Reference, b.Value, b.Goal, reachable, strings.Join(rel, ", "))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	if len(r.Sessions) > 0 {
+		fmt.Fprintf(bw, "\nmany sessions: Reads of the 1 KiB file back to back in every session at once (goal: executor CPU per call <= %g ms with 100 sessions)\n", sessionsGoal)
+		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "sandbox	sessions	 calls	   s	calls/s	executor CPU ms/call	all CPU ms/call	goal")
+		for _, s := range r.Sessions {
+			goal := ""
+			if s.Sessions == 100 {
+				goal = "NOT MET"
+				if s.ExecutorCPUms <= sessionsGoal {
+					goal = "met"
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%8d\t%6d\t%4.1f\t%7.0f\t%20.3f\t%15.3f\t%s\n", s.Sandbox, s.Sessions, s.Calls, s.Seconds, s.CallsPerSecond, s.ExecutorCPUms, s.TotalCPUms, goal)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
