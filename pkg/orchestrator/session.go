@@ -36,7 +36,7 @@ type Session struct {
 	messages []model.Message
 	// encoded holds model.EncodeMessage of messages[i] for i <
 	// len(encoded), made once for all the requests that send them.
-	encoded  []json.RawMessage
+	encoded  []encodedMessage
 	nturns   int
 	usage    model.Usage
 	busy     bool
@@ -268,9 +268,6 @@ func (s *Session) Decide(d execapi.PermissionDecision) error {
 func (s *Session) addMessage(m model.Message, messageID string) error {
 	s.mu.Lock()
 	s.messages = transcript.AppendMessage(s.messages, m)
-	if len(s.encoded) >= len(s.messages) { // m was joined to an encoded message
-		s.encoded = s.encoded[:len(s.messages)-1]
-	}
 	s.mu.Unlock()
 	s.publish(Event{Kind: EventMessage, Message: &m, MessageID: messageID})
 	if st := s.o.cfg.Store; st != nil {
@@ -281,19 +278,51 @@ func (s *Session) addMessage(m model.Message, messageID string) error {
 	return nil
 }
 
+// encodedMessage is a message's encoding and what it was made from: the
+// message's role and content slice. A message is never changed in place
+// (joining makes a new content slice; a rewind cuts the list, and the
+// messages after it are new), so an encoding whose source is the same
+// slice is the message's; the pointer keeps that slice alive, so its
+// address is never another's.
+type encodedMessage struct {
+	role  model.Role
+	first *model.Block
+	n     int
+	raw   json.RawMessage
+}
+
+// of reports whether e is the encoding of m.
+func (e encodedMessage) of(m model.Message) bool {
+	return len(m.Content) > 0 && e.role == m.Role && e.n == len(m.Content) && e.first == &m.Content[0]
+}
+
 // snapshot returns a copy of the messages and the encodings of all but the
-// newest, encoding those not encoded yet.
+// newest, encoding those it has no encoding of: new ones, and any that
+// replaced others (a rewind, a join).
 func (s *Session) snapshot() ([]model.Message, []json.RawMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := len(s.encoded); i < len(s.messages)-1; i++ {
-		raw, err := model.EncodeMessage(s.messages[i])
+	n := max(len(s.messages)-1, 0)
+	raws := make([]json.RawMessage, n)
+	for i, m := range s.messages[:n] {
+		if i < len(s.encoded) && s.encoded[i].of(m) {
+			raws[i] = s.encoded[i].raw
+			continue
+		}
+		raw, err := model.EncodeMessage(m)
 		if err != nil {
 			return nil, nil, err
 		}
-		s.encoded = append(s.encoded, raw)
+		// Kept at the message's index (those after it are re-checked
+		// as they come); one without content is never matched again.
+		e := encodedMessage{role: m.Role, n: len(m.Content), raw: raw}
+		if len(m.Content) > 0 {
+			e.first = &m.Content[0]
+		}
+		s.encoded = append(s.encoded[:min(i, len(s.encoded))], e)
+		raws[i] = raw
 	}
-	return append([]model.Message(nil), s.messages...), s.encoded[:len(s.encoded):len(s.encoded)], nil
+	return append([]model.Message(nil), s.messages...), raws, nil
 }
 
 func (s *Session) takeNotes() []string {
