@@ -13,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/ccenv"
 	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
@@ -25,9 +27,10 @@ import (
 // headlessFlags are the flags of orchestrator -p beyond the common ones.
 type headlessFlags struct {
 	print, cont, verbose, version                  bool
-	outputFormat, permissionMode, resume           string
+	outputFormat, permissionMode, resume, rewindTo string
 	sessionID, systemPrompt, appendSystem, workDir string
 	allowed, disallowed, tools                     listFlag
+	mcp                                            mcpFlags
 	set                                            map[string]bool // flags given on the command line
 }
 
@@ -38,6 +41,7 @@ func (h *headlessFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&h.cont, "continue", false, "go on with the latest conversation held in the current directory")
 	fs.StringVar(&h.resume, "r", "", "same as --resume")
 	fs.StringVar(&h.resume, "resume", "", "go on with the conversation with this session id")
+	fs.StringVar(&h.rewindTo, "rewind-to", "", "with --resume or --continue: first go back to before the assistant message holding this tool_use id: the files Write, Edit and NotebookEdit changed from there on are restored, and the conversation is cut there; the prompt, if any, goes on from that point")
 	fs.StringVar(&h.outputFormat, "output-format", "text", "output: text (the final answer), json (one result object) or stream-json (one JSON event per line)")
 	fs.BoolVar(&h.verbose, "verbose", false, "show every tool call and its output on stderr (text and json output)")
 	fs.BoolVar(&h.version, "v", false, "same as --version")
@@ -54,6 +58,7 @@ func (h *headlessFlags) register(fs *flag.FlagSet) {
 		fs.Var(&h.disallowed, name, "permission rules that are refused, added to the settings files'; bare tool names are also not offered (repeatable)")
 	}
 	fs.Var(&h.tools, "tools", `offer only these tools, by name (repeatable; "default": all, "": none)`)
+	h.mcp.register(fs, "use only the MCP servers of --mcp-config: not the project's "+projectMCPFile)
 }
 
 // given reports whether one of the flags names was on the command line.
@@ -101,12 +106,17 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2, usagef("--continue and --resume both name the conversation to go on with; give one")
 	case (h.cont || h.resume != "") && h.sessionID != "":
 		return 2, usagef("--session-id names a new conversation; it cannot go with --continue or --resume")
+	case h.rewindTo != "" && !h.cont && h.resume == "":
+		return 2, usagef("--rewind-to goes back in a conversation: name it with --resume or --continue")
 	}
 	dir, err := clientDir()
 	if err != nil {
 		return 1, err
 	}
 	prompt, err := readPrompt(ctx, strings.Join(pos, " "), stdin, stderr)
+	if errors.Is(err, errNoPrompt) && h.rewindTo != "" {
+		err = nil // rewind only
+	}
 	if errors.Is(err, errNoPrompt) {
 		return 2, usageError{err}
 	}
@@ -129,6 +139,16 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 1, err
 	}
 	if err := c.checkEgress(); err != nil {
+		return 2, err
+	}
+	if err := h.mcp.checkRequire(); err != nil {
+		return 2, err
+	}
+	flagServers, err := h.mcp.load(getenv)
+	if err != nil {
+		return 2, err
+	}
+	if err := c.checkWeb(); err != nil {
 		return 2, err
 	}
 	store, err := c.store()
@@ -162,6 +182,9 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		DefaultExecutor: c.executorAddr(),
 		Store:           store,
 		Permissions:     denyUnattended,
+		WebFetchModel:   c.webFetchModel,
+		WebSearch:       c.webSearchCfg,
+		RequireSandbox:  h.mcp.required,
 		ClientVersion:   version,
 		Logger:          log,
 	})
@@ -170,7 +193,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer orch.Close()
 
-	sess, err := openSession(ctx, orch, store, &c, &h, runEnv{dir: dir, client: client, dial: dial, executors: executors, place: place, getenv: getenv, log: log})
+	sess, skipped, err := openSession(ctx, orch, store, &c, &h, runEnv{dir: dir, client: client, dial: dial, executors: executors, place: place, getenv: getenv, log: log, mcp: flagServers})
 	if errors.Is(err, orchestrator.ErrInvalid) {
 		err = usageError{err}
 	}
@@ -182,7 +205,19 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 1, err
 	}
 
+	for _, sk := range skipped {
+		fmt.Fprintf(stderr, "orchestrator: %s: MCP server %q not used: %s\n", projectMCPFile, sk.name, sk.reason)
+	}
+	if h.rewindTo != "" {
+		if err := rewind(ctx, sess, h.rewindTo, stderr); err != nil {
+			return 1, err
+		}
+		if prompt == "" {
+			return 0, nil
+		}
+	}
 	out := newPrinter(h.outputFormat, stdout, sess)
+	out.skippedMCP = skipped
 	switch {
 	case h.verbose && h.outputFormat != "stream-json":
 		out.verbose = stderr
@@ -228,6 +263,7 @@ type runEnv struct {
 	place     *placer
 	getenv    func(string) string
 	log       *slog.Logger
+	mcp       mcpclient.Servers // of --mcp-config
 }
 
 // openSession creates the run's session, or loads the one --resume or
@@ -239,7 +275,11 @@ type runEnv struct {
 // files: a resumed conversation gets those of the new run, not the old
 // one's. The model, --max-tokens, --max-turns and --thinking-budget stay
 // what the conversation had unless given again.
-func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *transcript.Store, c *common, h *headlessFlags, r runEnv) (*orchestrator.Session, error) {
+//
+// The MCP servers are those of --mcp-config and, unless
+// --strict-mcp-config, the project's .mcp.json servers the settings
+// approve; the project's servers left out are returned.
+func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *transcript.Store, c *common, h *headlessFlags, r runEnv) (*orchestrator.Session, []skippedServer, error) {
 	var (
 		sess *orchestrator.Session
 		old  orchestrator.SessionConfig
@@ -248,25 +288,25 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 	id := h.resume
 	if h.cont {
 		if id, err = store.Latest(r.dir); errors.Is(err, orchestrator.ErrNotFound) {
-			return nil, fmt.Errorf("no conversation to continue in %s (orchestrator sessions list --all shows every directory's)", r.dir)
+			return nil, nil, fmt.Errorf("no conversation to continue in %s (orchestrator sessions list --all shows every directory's)", r.dir)
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	target, embedded := c.executorAddr(), c.executor == ""
 	workspace := h.workDir
 	if id != "" {
 		if sess, err = orch.Session(ctx, id); errors.Is(err, orchestrator.ErrNotFound) {
-			return nil, fmt.Errorf("no conversation with session id %q in %s", id, store.Dir())
+			return nil, nil, fmt.Errorf("no conversation with session id %q in %s", id, store.Dir())
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		old = sess.Config()
 		if h.given("workspace") && h.workDir != old.Workspace {
-			return nil, usagef("--workspace: conversation %s works in %q; a conversation keeps its workspace", id, old.Workspace)
+			return nil, nil, usagef("--workspace: conversation %s works in %q; a conversation keeps its workspace", id, old.Workspace)
 		}
 		if h.given("executor") && c.executor != old.Executor && c.executor != old.Pool {
-			return nil, usagef("--executor: conversation %s runs on %q; a conversation keeps its executor", id, cmp.Or(old.Pool, old.Executor))
+			return nil, nil, usagef("--executor: conversation %s runs on %q; a conversation keeps its executor", id, cmp.Or(old.Pool, old.Executor))
 		}
 		target, embedded, workspace = old.Executor, old.Executor == embeddedAddr, old.Workspace
 	}
@@ -276,23 +316,43 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 		settings: c.settings, mode: h.permissionMode, allowed: h.allowed, disallowed: h.disallowed,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	servers := r.mcp
+	var skipped []skippedServer
+	if !h.mcp.strict {
+		approval, err := mcpSettings(userDir, project, c.settings)
+		if err != nil {
+			return nil, nil, err
+		}
+		var fromProject mcpclient.Servers
+		if fromProject, skipped, err = projectMCP(project, approval, r.getenv); err != nil {
+			return nil, nil, err
+		}
+		servers = mcpclient.Merge(fromProject, r.mcp)
 	}
 	// The settings files' sandbox lists shape the in-process executor,
 	// which starts on first use below. Its network lists are then that
 	// executor's own (operator's) policy already; sent again as the
 	// session's, they would narrow --allowed-domains down to the files'.
 	r.dial.setSandboxSettings(sandboxSettings)
+	// Claude Code's variables: the environment's, then the settings
+	// files' "env" (pkg/ccenv).
+	limits, err := ccenv.Read(r.getenv, permissions.Env)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	r.dial.setLimits(limits)
 	if embedded {
 		permissions.Sandbox.Network = settings.Network{}
 	}
 	defs, err := listTools(ctx, r.executors, r.place, target)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	offer, hide, err := checkToolNames(defs, h.tools, h.allowed, h.disallowed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if h.given("tools") && len(h.tools) == 0 {
 		for _, d := range defs { // --tools "": no tools at all
@@ -318,13 +378,14 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 		Workspace:          workspace,
 		ThinkingBudget:     c.thinkingBudget,
 		Directory:          r.dir,
+		MCPServers:         servers,
 	}
 	if sess == nil {
 		sess, err = orch.Create(ctx, h.sessionID, cfg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return sess, nil
+		return sess, skipped, nil
 	}
 	if !h.given("model") && old.Model != "" {
 		cfg.Model = old.Model
@@ -339,14 +400,14 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 		cfg.ThinkingBudget = old.ThinkingBudget
 	}
 	if err := sess.Reconfigure(cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The init event reports the session as it runs: its tools and
 	// working directory are known once it is connected.
 	if err := sess.Connect(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return sess, nil
+	return sess, skipped, nil
 }
 
 // listTools asks the executor at target (a member of it, for a pool)

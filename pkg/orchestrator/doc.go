@@ -25,9 +25,11 @@
 // Its files follow its jobs: the Orchestrator and its sessions
 // (orchestrator.go, session.go), the turn (turn.go) and the calls it waits
 // for (calls.go), a session's link to its executor (executor.go), the
-// events clients follow (events.go). The package is larger than most
-// (about 2,000 lines) because the loop and what it guarantees, one
-// tool_result for every tool_use whatever breaks, belong together; what
-// could go without that, the transcript files and the executor protocol,
-// is in package transcript and behind the Executor interface.
+// events clients follow (events.go).
+//
+// Why one package of this size (about 2,000 lines): the loop and what it
+// guarantees, one tool_result for every tool_use whatever breaks, belong
+// together; what could go without that, the transcript files and the
+// executor protocol, is in package transcript and behind the Executor
+// interface.
 package orchestrator

@@ -38,6 +38,12 @@ const (
 	EventError
 	// EventTurnComplete: the turn ended (Turn).
 	EventTurnComplete
+	// EventMCPToolsChanged: the session's MCP servers or tools changed
+	// (MCPToolsChanged); the next model request offers the new tools.
+	EventMCPToolsChanged
+	// EventBackgroundAck: the executor answered a Background
+	// (BackgroundAck).
+	EventBackgroundAck
 )
 
 // ToolUse is a tool_use block as the model produced it.
@@ -96,6 +102,11 @@ type Event struct {
 	Error *ErrorInfo
 	// Turn sums up the finished turn (EventTurnComplete).
 	Turn *TurnResult
+	// MCPToolsChanged is the executor's new list of MCP servers and tools
+	// (EventMCPToolsChanged).
+	MCPToolsChanged *execapi.MCPToolsChanged
+	// BackgroundAck answers a Background (EventBackgroundAck).
+	BackgroundAck *execapi.BackgroundAck
 }
 
 // eventLog holds a session's recent events for any number of readers. The

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
+	"github.com/toolwire/toolwire/pkg/schema"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
@@ -62,6 +64,9 @@ func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
 		if err != nil {
 			if ctx.Err() != nil {
 				continue
+			}
+			if errors.Is(err, ErrSandboxRequirement) {
+				return fail("sandbox_requirement", err)
 			}
 			return fail("executor_unavailable", err)
 		}
@@ -139,6 +144,11 @@ func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
 			}
 			continue
 		}
+		if stop == model.StopPauseTurn {
+			// A server tool (web search) paused a long turn: the response
+			// goes back as it is, and the model carries on from there.
+			continue
+		}
 		switch stop {
 		case model.StopStopSequence:
 			res.StopReason = StopStopSequence
@@ -154,7 +164,7 @@ func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
 // request streams one model response. Each tool_use is announced and sent
 // to the executor as soon as its block is complete.
 func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Tool) (*model.Response, *callSet, error) {
-	cs := newCallSet()
+	cs := newCallSet(ctx)
 	s.mu.Lock()
 	s.calls = cs
 	s.mu.Unlock()
@@ -171,6 +181,13 @@ func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Too
 		Tools:          tools,
 		Messages:       msgs,
 		Encoded:        encoded,
+		WebSearch:      s.o.cfg.WebSearch,
+	}
+	mcpOffered := map[string]bool{}
+	for _, t := range tools {
+		if strings.HasPrefix(t.Name, externalToolPrefix) {
+			mcpOffered[t.Name] = true
+		}
 	}
 	var msgID string
 	resp, err := s.o.cfg.Model.Stream(ctx, req, func(ev model.Event) {
@@ -190,6 +207,15 @@ func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Too
 			callCtx, span := startToolCall(ctx, use)
 			cs.add(use, span)
 			s.publish(Event{Kind: EventToolUse, MessageID: msgID, ToolUse: &ToolUse{ID: b.ID, Name: b.Name, InputJSON: ev.RawInput}})
+			if strings.HasPrefix(b.Name, externalToolPrefix) && !mcpOffered[b.Name] {
+				// The executor runs every MCP tool of the session; one
+				// this request did not offer (a disallowed rule hides it)
+				// is refused here, as the executor refuses a built-in
+				// tool the session does not run.
+				cs.deliver(&execapi.CallResult{ToolUseID: use.ID, ToolName: use.Name,
+					Result: tool.UseError(tool.OutcomeUnknownTool, schema.UnknownTool(use.Name))}, s.publishResult)
+				return
+			}
 			err := l.Submit(callCtx, use)
 			var unsendable *execapi.UnsendableError
 			if errors.As(err, &unsendable) {

@@ -39,6 +39,10 @@ const (
 	SessionExists = "SESSION_EXISTS"
 	// SessionBusy (FailedPrecondition): the session is running a turn.
 	SessionBusy = "SESSION_BUSY"
+	// RewindFailed (FailedPrecondition): the files of a rewind could not
+	// all be restored (a checkpoint was dropped, a deny rule refused a
+	// file), so the conversation was not cut.
+	RewindFailed = "REWIND_FAILED"
 	// SessionClosed (FailedPrecondition from the executor, Unavailable from
 	// the orchestrator): the session has ended or is ending.
 	SessionClosed = "SESSION_CLOSED"
@@ -89,6 +93,11 @@ const (
 	// ModelCredentialsMissing (FailedPrecondition): the orchestrator has no
 	// API key for the model.
 	ModelCredentialsMissing = "MODEL_CREDENTIALS_MISSING"
+	// SandboxRequirementUnmet (FailedPrecondition): the executor's Hello
+	// does not show a protection the client or the orchestrator requires
+	// (--require-sandbox, SessionConfig.require_sandbox); metadata missing
+	// lists the requirements not met, comma-separated.
+	SandboxRequirementUnmet = "SANDBOX_REQUIREMENT_UNMET"
 )
 
 // Reasons of authentication (all Unauthenticated).

@@ -21,6 +21,7 @@ const (
 	KindTurn    = "turn"    // a finished turn
 	KindPlaced  = "placed"  // the session moved to another executor of its pool
 	KindConfig  = "config"  // the session's configuration changed
+	KindRewind  = "rewind"  // the conversation was cut back to its first Keep messages
 )
 
 // Record is one line of a transcript file.
@@ -39,6 +40,9 @@ type Record struct {
 	Turn *Turn `json:"turn,omitempty"`
 	// Executor is the one the session runs on from a placed record on.
 	Executor string `json:"executor,omitempty"`
+	// Keep is how many messages (consecutive user messages joined) a
+	// rewind record keeps.
+	Keep int `json:"keep,omitempty"`
 }
 
 // Turn is the record of a finished turn.
@@ -117,6 +121,10 @@ func (st *Store) Load(id string) (*Transcript, error) {
 			}
 		case KindPlaced:
 			t.Config.Executor = rec.Executor
+		case KindRewind:
+			if rec.Keep < len(t.Messages) {
+				t.Messages = t.Messages[:rec.Keep]
+			}
 		case KindConfig:
 			if rec.Config != nil {
 				t.Config = *rec.Config

@@ -93,6 +93,125 @@ func (StopReason) EnumDescriptor() ([]byte, []int) {
 	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{0}
 }
 
+// RewindRequest names the session and the tool_use to go back before.
+type RewindRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Session id.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The tool_use whose assistant message, and everything after it, goes.
+	ToolUseId     string `protobuf:"bytes,2,opt,name=tool_use_id,json=toolUseId,proto3" json:"tool_use_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RewindRequest) Reset() {
+	*x = RewindRequest{}
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RewindRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RewindRequest) ProtoMessage() {}
+
+func (x *RewindRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RewindRequest.ProtoReflect.Descriptor instead.
+func (*RewindRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RewindRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RewindRequest) GetToolUseId() string {
+	if x != nil {
+		return x.ToolUseId
+	}
+	return ""
+}
+
+// RewindResponse says what was restored and cut.
+type RewindResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The executor's answer: the files restored or removed.
+	Restore *v1.RestoreResult `protobuf:"bytes,1,opt,name=restore,proto3" json:"restore,omitempty"`
+	// Messages cut from the end of the conversation.
+	MessagesRemoved uint32 `protobuf:"varint,2,opt,name=messages_removed,json=messagesRemoved,proto3" json:"messages_removed,omitempty"`
+	// The session after the rewind.
+	Session       *Session `protobuf:"bytes,3,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RewindResponse) Reset() {
+	*x = RewindResponse{}
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RewindResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RewindResponse) ProtoMessage() {}
+
+func (x *RewindResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RewindResponse.ProtoReflect.Descriptor instead.
+func (*RewindResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RewindResponse) GetRestore() *v1.RestoreResult {
+	if x != nil {
+		return x.Restore
+	}
+	return nil
+}
+
+func (x *RewindResponse) GetMessagesRemoved() uint32 {
+	if x != nil {
+		return x.MessagesRemoved
+	}
+	return 0
+}
+
+func (x *RewindResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 // Session describes a conversation.
 type Session struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -111,14 +230,22 @@ type Session struct {
 	// Messages in the transcript.
 	MessageCount uint32 `protobuf:"varint,7,opt,name=message_count,json=messageCount,proto3" json:"message_count,omitempty"`
 	// True while a turn runs.
-	Busy          bool `protobuf:"varint,8,opt,name=busy,proto3" json:"busy,omitempty"`
+	Busy bool `protobuf:"varint,8,opt,name=busy,proto3" json:"busy,omitempty"`
+	// What the executor's Hello said of its sandbox, so that a UI can show
+	// what confines the tools. Unset until the session connected to its
+	// executor (a session loaded from a transcript connects at its next
+	// turn).
+	Sandbox *v1.SandboxInfo `protobuf:"bytes,9,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	// The session's MCP servers (its own and the operator's) with their
+	// state, as the executor last reported them.
+	McpServers    []*v1.McpServerStatus `protobuf:"bytes,10,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[0]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -130,7 +257,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[0]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -143,7 +270,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{0}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Session) GetId() string {
@@ -202,6 +329,20 @@ func (x *Session) GetBusy() bool {
 	return false
 }
 
+func (x *Session) GetSandbox() *v1.SandboxInfo {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
+func (x *Session) GetMcpServers() []*v1.McpServerStatus {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
 // SessionConfig is what a client may choose for a session.
 type SessionConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -228,14 +369,28 @@ type SessionConfig struct {
 	// Extended thinking budget in tokens; zero turns thinking off.
 	ThinkingBudgetTokens uint32 `protobuf:"varint,10,opt,name=thinking_budget_tokens,json=thinkingBudgetTokens,proto3" json:"thinking_budget_tokens,omitempty"`
 	// Scheduling options passed on to the executor.
-	Options       *v1.SessionOptions `protobuf:"bytes,11,opt,name=options,proto3" json:"options,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Options *v1.SessionOptions `protobuf:"bytes,11,opt,name=options,proto3" json:"options,omitempty"`
+	// The session's own MCP servers, by name, in the executor's Open
+	// besides the orchestrator's own (orchestrator serve --mcp-config).
+	// ${VAR} is not expanded: values are sent as given. Refused with
+	// INVALID_ARGUMENT when the orchestrator runs with --strict-mcp-config
+	// or a name is one of its own servers'.
+	McpServers map[string]*v1.McpServerConfig `protobuf:"bytes,12,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Protections the session's executor must enforce, in the words of
+	// `toolsvc call --require-sandbox` ("landlock", "network:none",
+	// "pid_isolation", "backend:landlock", ...), on top of the
+	// orchestrator's own --require-sandbox. An executor whose Hello lacks
+	// one is refused: FAILED_PRECONDITION with reason
+	// SANDBOX_REQUIREMENT_UNMET and the missing words in the metadata key
+	// "missing".
+	RequireSandbox []string `protobuf:"bytes,13,rep,name=require_sandbox,json=requireSandbox,proto3" json:"require_sandbox,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SessionConfig) Reset() {
 	*x = SessionConfig{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[1]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -247,7 +402,7 @@ func (x *SessionConfig) String() string {
 func (*SessionConfig) ProtoMessage() {}
 
 func (x *SessionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[1]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -260,7 +415,7 @@ func (x *SessionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionConfig.ProtoReflect.Descriptor instead.
 func (*SessionConfig) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{1}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SessionConfig) GetExecutor() string {
@@ -340,6 +495,20 @@ func (x *SessionConfig) GetOptions() *v1.SessionOptions {
 	return nil
 }
 
+func (x *SessionConfig) GetMcpServers() map[string]*v1.McpServerConfig {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
+func (x *SessionConfig) GetRequireSandbox() []string {
+	if x != nil {
+		return x.RequireSandbox
+	}
+	return nil
+}
+
 // CreateSessionRequest asks for a new session.
 type CreateSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -353,7 +522,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[2]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -365,7 +534,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[2]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -378,7 +547,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{2}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateSessionRequest) GetSessionId() string {
@@ -406,7 +575,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[3]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -418,7 +587,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[3]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -431,7 +600,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{3}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -452,7 +621,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[4]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -464,7 +633,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[4]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -477,7 +646,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{4}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -498,7 +667,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[5]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -510,7 +679,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[5]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -523,7 +692,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{5}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -542,7 +711,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[6]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +723,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[6]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +736,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{8}
 }
 
 // ListSessionsResponse lists sessions, newest first.
@@ -581,7 +750,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[7]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -593,7 +762,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[7]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -606,7 +775,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{7}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -627,7 +796,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[8]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +808,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[8]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +821,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{8}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -671,7 +840,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[9]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +852,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[9]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +865,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{9}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{11}
 }
 
 // ConverseRequest is one client message on the Converse stream.
@@ -710,6 +879,7 @@ type ConverseRequest struct {
 	//	*ConverseRequest_UserMessage
 	//	*ConverseRequest_PermissionDecision
 	//	*ConverseRequest_Interrupt
+	//	*ConverseRequest_Background
 	Msg           isConverseRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -717,7 +887,7 @@ type ConverseRequest struct {
 
 func (x *ConverseRequest) Reset() {
 	*x = ConverseRequest{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[10]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +899,7 @@ func (x *ConverseRequest) String() string {
 func (*ConverseRequest) ProtoMessage() {}
 
 func (x *ConverseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[10]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +912,7 @@ func (x *ConverseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConverseRequest.ProtoReflect.Descriptor instead.
 func (*ConverseRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{10}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ConverseRequest) GetMsg() isConverseRequest_Msg {
@@ -788,6 +958,15 @@ func (x *ConverseRequest) GetInterrupt() *Interrupt {
 	return nil
 }
 
+func (x *ConverseRequest) GetBackground() *v1.Background {
+	if x != nil {
+		if x, ok := x.Msg.(*ConverseRequest_Background); ok {
+			return x.Background
+		}
+	}
+	return nil
+}
+
 type isConverseRequest_Msg interface {
 	isConverseRequest_Msg()
 }
@@ -812,6 +991,12 @@ type ConverseRequest_Interrupt struct {
 	Interrupt *Interrupt `protobuf:"bytes,4,opt,name=interrupt,proto3,oneof"`
 }
 
+type ConverseRequest_Background struct {
+	// Moves a running foreground Bash call to the background; a
+	// background_ack answers it.
+	Background *v1.Background `protobuf:"bytes,5,opt,name=background,proto3,oneof"`
+}
+
 func (*ConverseRequest_Attach) isConverseRequest_Msg() {}
 
 func (*ConverseRequest_UserMessage) isConverseRequest_Msg() {}
@@ -819,6 +1004,8 @@ func (*ConverseRequest_UserMessage) isConverseRequest_Msg() {}
 func (*ConverseRequest_PermissionDecision) isConverseRequest_Msg() {}
 
 func (*ConverseRequest_Interrupt) isConverseRequest_Msg() {}
+
+func (*ConverseRequest_Background) isConverseRequest_Msg() {}
 
 // Attach binds a Converse stream to a session.
 type Attach struct {
@@ -834,7 +1021,7 @@ type Attach struct {
 
 func (x *Attach) Reset() {
 	*x = Attach{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[11]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -846,7 +1033,7 @@ func (x *Attach) String() string {
 func (*Attach) ProtoMessage() {}
 
 func (x *Attach) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[11]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -859,7 +1046,7 @@ func (x *Attach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attach.ProtoReflect.Descriptor instead.
 func (*Attach) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{11}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Attach) GetSessionId() string {
@@ -887,7 +1074,7 @@ type UserMessage struct {
 
 func (x *UserMessage) Reset() {
 	*x = UserMessage{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[12]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +1086,7 @@ func (x *UserMessage) String() string {
 func (*UserMessage) ProtoMessage() {}
 
 func (x *UserMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[12]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +1099,7 @@ func (x *UserMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserMessage.ProtoReflect.Descriptor instead.
 func (*UserMessage) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{12}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UserMessage) GetText() string {
@@ -934,7 +1121,7 @@ type Interrupt struct {
 
 func (x *Interrupt) Reset() {
 	*x = Interrupt{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[13]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -946,7 +1133,7 @@ func (x *Interrupt) String() string {
 func (*Interrupt) ProtoMessage() {}
 
 func (x *Interrupt) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[13]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -959,7 +1146,7 @@ func (x *Interrupt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Interrupt.ProtoReflect.Descriptor instead.
 func (*Interrupt) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{13}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Interrupt) GetReason() string {
@@ -987,6 +1174,8 @@ type ConverseResponse struct {
 	//	*ConverseResponse_TurnComplete
 	//	*ConverseResponse_Error
 	//	*ConverseResponse_Retry
+	//	*ConverseResponse_McpToolsChanged
+	//	*ConverseResponse_BackgroundAck
 	Event         isConverseResponse_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -994,7 +1183,7 @@ type ConverseResponse struct {
 
 func (x *ConverseResponse) Reset() {
 	*x = ConverseResponse{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[14]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +1195,7 @@ func (x *ConverseResponse) String() string {
 func (*ConverseResponse) ProtoMessage() {}
 
 func (x *ConverseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[14]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +1208,7 @@ func (x *ConverseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConverseResponse.ProtoReflect.Descriptor instead.
 func (*ConverseResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{14}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ConverseResponse) GetSequence() uint64 {
@@ -1117,6 +1306,24 @@ func (x *ConverseResponse) GetRetry() *Retry {
 	return nil
 }
 
+func (x *ConverseResponse) GetMcpToolsChanged() *v1.McpToolsChanged {
+	if x != nil {
+		if x, ok := x.Event.(*ConverseResponse_McpToolsChanged); ok {
+			return x.McpToolsChanged
+		}
+	}
+	return nil
+}
+
+func (x *ConverseResponse) GetBackgroundAck() *v1.BackgroundAck {
+	if x != nil {
+		if x, ok := x.Event.(*ConverseResponse_BackgroundAck); ok {
+			return x.BackgroundAck
+		}
+	}
+	return nil
+}
+
 type isConverseResponse_Event interface {
 	isConverseResponse_Event()
 }
@@ -1166,6 +1373,17 @@ type ConverseResponse_Retry struct {
 	Retry *Retry `protobuf:"bytes,10,opt,name=retry,proto3,oneof"`
 }
 
+type ConverseResponse_McpToolsChanged struct {
+	// The session's MCP servers or tools changed; the next model request
+	// offers the new tools.
+	McpToolsChanged *v1.McpToolsChanged `protobuf:"bytes,11,opt,name=mcp_tools_changed,json=mcpToolsChanged,proto3,oneof"`
+}
+
+type ConverseResponse_BackgroundAck struct {
+	// Answers a Background.
+	BackgroundAck *v1.BackgroundAck `protobuf:"bytes,12,opt,name=background_ack,json=backgroundAck,proto3,oneof"`
+}
+
 func (*ConverseResponse_Attached) isConverseResponse_Event() {}
 
 func (*ConverseResponse_TextDelta) isConverseResponse_Event() {}
@@ -1184,6 +1402,10 @@ func (*ConverseResponse_Error) isConverseResponse_Event() {}
 
 func (*ConverseResponse_Retry) isConverseResponse_Event() {}
 
+func (*ConverseResponse_McpToolsChanged) isConverseResponse_Event() {}
+
+func (*ConverseResponse_BackgroundAck) isConverseResponse_Event() {}
+
 // Attached confirms the stream is bound to a session.
 type Attached struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1195,7 +1417,7 @@ type Attached struct {
 
 func (x *Attached) Reset() {
 	*x = Attached{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[15]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1207,7 +1429,7 @@ func (x *Attached) String() string {
 func (*Attached) ProtoMessage() {}
 
 func (x *Attached) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[15]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1220,7 +1442,7 @@ func (x *Attached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attached.ProtoReflect.Descriptor instead.
 func (*Attached) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{15}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Attached) GetSession() *Session {
@@ -1243,7 +1465,7 @@ type TextDelta struct {
 
 func (x *TextDelta) Reset() {
 	*x = TextDelta{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[16]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1477,7 @@ func (x *TextDelta) String() string {
 func (*TextDelta) ProtoMessage() {}
 
 func (x *TextDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[16]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1490,7 @@ func (x *TextDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextDelta.ProtoReflect.Descriptor instead.
 func (*TextDelta) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{16}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TextDelta) GetMessageId() string {
@@ -1302,7 +1524,7 @@ type ToolUseAnnounced struct {
 
 func (x *ToolUseAnnounced) Reset() {
 	*x = ToolUseAnnounced{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[17]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1314,7 +1536,7 @@ func (x *ToolUseAnnounced) String() string {
 func (*ToolUseAnnounced) ProtoMessage() {}
 
 func (x *ToolUseAnnounced) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[17]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1327,7 +1549,7 @@ func (x *ToolUseAnnounced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolUseAnnounced.ProtoReflect.Descriptor instead.
 func (*ToolUseAnnounced) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{17}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolUseAnnounced) GetMessageId() string {
@@ -1377,7 +1599,7 @@ type TurnComplete struct {
 
 func (x *TurnComplete) Reset() {
 	*x = TurnComplete{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[18]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1611,7 @@ func (x *TurnComplete) String() string {
 func (*TurnComplete) ProtoMessage() {}
 
 func (x *TurnComplete) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[18]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1624,7 @@ func (x *TurnComplete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnComplete.ProtoReflect.Descriptor instead.
 func (*TurnComplete) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{18}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TurnComplete) GetStopReason() StopReason {
@@ -1457,7 +1679,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[19]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1691,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[19]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1704,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{19}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Usage) GetInputTokens() uint64 {
@@ -1537,7 +1759,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[20]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1771,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[20]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1784,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{20}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Error) GetKind() string {
@@ -1610,7 +1832,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[21]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +1844,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[21]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +1857,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{21}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Retry) GetAttempt() uint32 {
@@ -1670,7 +1892,15 @@ var File_toolwire_orchestrator_v1_orchestrator_proto protoreflect.FileDescriptor
 
 const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\n" +
-	"+toolwire/orchestrator/v1/orchestrator.proto\x12\x18toolwire.orchestrator.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#toolwire/executor/v1/executor.proto\"\x8c\x02\n" +
+	"+toolwire/orchestrator/v1/orchestrator.proto\x12\x18toolwire.orchestrator.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#toolwire/executor/v1/executor.proto\"N\n" +
+	"\rRewindRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1e\n" +
+	"\vtool_use_id\x18\x02 \x01(\tR\ttoolUseId\"\xb7\x01\n" +
+	"\x0eRewindResponse\x12=\n" +
+	"\arestore\x18\x01 \x01(\v2#.toolwire.executor.v1.RestoreResultR\arestore\x12)\n" +
+	"\x10messages_removed\x18\x02 \x01(\rR\x0fmessagesRemoved\x12;\n" +
+	"\asession\x18\x03 \x01(\v2!.toolwire.orchestrator.v1.SessionR\asession\"\x91\x03\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bexecutor\x18\x02 \x01(\tR\bexecutor\x12\x14\n" +
@@ -1680,7 +1910,11 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\x05turns\x18\x05 \x01(\rR\x05turns\x125\n" +
 	"\x05usage\x18\x06 \x01(\v2\x1f.toolwire.orchestrator.v1.UsageR\x05usage\x12#\n" +
 	"\rmessage_count\x18\a \x01(\rR\fmessageCount\x12\x12\n" +
-	"\x04busy\x18\b \x01(\bR\x04busy\"\xc2\x03\n" +
+	"\x04busy\x18\b \x01(\bR\x04busy\x12;\n" +
+	"\asandbox\x18\t \x01(\v2!.toolwire.executor.v1.SandboxInfoR\asandbox\x12F\n" +
+	"\vmcp_servers\x18\n" +
+	" \x03(\v2%.toolwire.executor.v1.McpServerStatusR\n" +
+	"mcpServers\"\xab\x05\n" +
 	"\rSessionConfig\x12\x1a\n" +
 	"\bexecutor\x18\x01 \x01(\tR\bexecutor\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12#\n" +
@@ -1694,7 +1928,13 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\tworkspace\x18\t \x01(\tR\tworkspace\x124\n" +
 	"\x16thinking_budget_tokens\x18\n" +
 	" \x01(\rR\x14thinkingBudgetTokens\x12>\n" +
-	"\aoptions\x18\v \x01(\v2$.toolwire.executor.v1.SessionOptionsR\aoptions\"v\n" +
+	"\aoptions\x18\v \x01(\v2$.toolwire.executor.v1.SessionOptionsR\aoptions\x12X\n" +
+	"\vmcp_servers\x18\f \x03(\v27.toolwire.orchestrator.v1.SessionConfig.McpServersEntryR\n" +
+	"mcpServers\x12'\n" +
+	"\x0frequire_sandbox\x18\r \x03(\tR\x0erequireSandbox\x1ad\n" +
+	"\x0fMcpServersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
+	"\x05value\x18\x02 \x01(\v2%.toolwire.executor.v1.McpServerConfigR\x05value:\x028\x01\"v\n" +
 	"\x14CreateSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12?\n" +
@@ -1712,12 +1952,15 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\x14DeleteSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
-	"\x15DeleteSessionResponse\"\xc2\x02\n" +
+	"\x15DeleteSessionResponse\"\x86\x03\n" +
 	"\x0fConverseRequest\x12:\n" +
 	"\x06attach\x18\x01 \x01(\v2 .toolwire.orchestrator.v1.AttachH\x00R\x06attach\x12J\n" +
 	"\fuser_message\x18\x02 \x01(\v2%.toolwire.orchestrator.v1.UserMessageH\x00R\vuserMessage\x12[\n" +
 	"\x13permission_decision\x18\x03 \x01(\v2(.toolwire.executor.v1.PermissionDecisionH\x00R\x12permissionDecision\x12C\n" +
-	"\tinterrupt\x18\x04 \x01(\v2#.toolwire.orchestrator.v1.InterruptH\x00R\tinterruptB\x05\n" +
+	"\tinterrupt\x18\x04 \x01(\v2#.toolwire.orchestrator.v1.InterruptH\x00R\tinterrupt\x12B\n" +
+	"\n" +
+	"background\x18\x05 \x01(\v2 .toolwire.executor.v1.BackgroundH\x00R\n" +
+	"backgroundB\x05\n" +
 	"\x03msg\"L\n" +
 	"\x06Attach\x12\x1d\n" +
 	"\n" +
@@ -1726,7 +1969,7 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\vUserMessage\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"#\n" +
 	"\tInterrupt\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xab\x05\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xce\x06\n" +
 	"\x10ConverseResponse\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12@\n" +
 	"\battached\x18\x02 \x01(\v2\".toolwire.orchestrator.v1.AttachedH\x00R\battached\x12D\n" +
@@ -1740,7 +1983,9 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\rturn_complete\x18\b \x01(\v2&.toolwire.orchestrator.v1.TurnCompleteH\x00R\fturnComplete\x127\n" +
 	"\x05error\x18\t \x01(\v2\x1f.toolwire.orchestrator.v1.ErrorH\x00R\x05error\x127\n" +
 	"\x05retry\x18\n" +
-	" \x01(\v2\x1f.toolwire.orchestrator.v1.RetryH\x00R\x05retryB\a\n" +
+	" \x01(\v2\x1f.toolwire.orchestrator.v1.RetryH\x00R\x05retry\x12S\n" +
+	"\x11mcp_tools_changed\x18\v \x01(\v2%.toolwire.executor.v1.McpToolsChangedH\x00R\x0fmcpToolsChanged\x12L\n" +
+	"\x0ebackground_ack\x18\f \x01(\v2#.toolwire.executor.v1.BackgroundAckH\x00R\rbackgroundAckB\a\n" +
 	"\x05event\"G\n" +
 	"\bAttached\x12;\n" +
 	"\asession\x18\x01 \x01(\v2!.toolwire.orchestrator.v1.SessionR\asession\">\n" +
@@ -1785,14 +2030,15 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\x17STOP_REASON_INTERRUPTED\x10\x03\x12\x15\n" +
 	"\x11STOP_REASON_ERROR\x10\x04\x12\x1d\n" +
 	"\x19STOP_REASON_STOP_SEQUENCE\x10\x05\x12\x17\n" +
-	"\x13STOP_REASON_REFUSAL\x10\x062\xb8\x04\n" +
+	"\x13STOP_REASON_REFUSAL\x10\x062\x95\x05\n" +
 	"\x13OrchestratorService\x12p\n" +
 	"\rCreateSession\x12..toolwire.orchestrator.v1.CreateSessionRequest\x1a/.toolwire.orchestrator.v1.CreateSessionResponse\x12g\n" +
 	"\n" +
 	"GetSession\x12+.toolwire.orchestrator.v1.GetSessionRequest\x1a,.toolwire.orchestrator.v1.GetSessionResponse\x12m\n" +
 	"\fListSessions\x12-.toolwire.orchestrator.v1.ListSessionsRequest\x1a..toolwire.orchestrator.v1.ListSessionsResponse\x12p\n" +
 	"\rDeleteSession\x12..toolwire.orchestrator.v1.DeleteSessionRequest\x1a/.toolwire.orchestrator.v1.DeleteSessionResponse\x12e\n" +
-	"\bConverse\x12).toolwire.orchestrator.v1.ConverseRequest\x1a*.toolwire.orchestrator.v1.ConverseResponse(\x010\x01BJZHgithub.com/toolwire/toolwire/gen/toolwire/orchestrator/v1;orchestratorv1b\x06proto3"
+	"\bConverse\x12).toolwire.orchestrator.v1.ConverseRequest\x1a*.toolwire.orchestrator.v1.ConverseResponse(\x010\x01\x12[\n" +
+	"\x06Rewind\x12'.toolwire.orchestrator.v1.RewindRequest\x1a(.toolwire.orchestrator.v1.RewindResponseBJZHgithub.com/toolwire/toolwire/gen/toolwire/orchestrator/v1;orchestratorv1b\x06proto3"
 
 var (
 	file_toolwire_orchestrator_v1_orchestrator_proto_rawDescOnce sync.Once
@@ -1807,82 +2053,103 @@ func file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_orchestrator_v1_orchestrator_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_toolwire_orchestrator_v1_orchestrator_proto_goTypes = []any{
 	(StopReason)(0),               // 0: toolwire.orchestrator.v1.StopReason
-	(*Session)(nil),               // 1: toolwire.orchestrator.v1.Session
-	(*SessionConfig)(nil),         // 2: toolwire.orchestrator.v1.SessionConfig
-	(*CreateSessionRequest)(nil),  // 3: toolwire.orchestrator.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil), // 4: toolwire.orchestrator.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),     // 5: toolwire.orchestrator.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),    // 6: toolwire.orchestrator.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),   // 7: toolwire.orchestrator.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 8: toolwire.orchestrator.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),  // 9: toolwire.orchestrator.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil), // 10: toolwire.orchestrator.v1.DeleteSessionResponse
-	(*ConverseRequest)(nil),       // 11: toolwire.orchestrator.v1.ConverseRequest
-	(*Attach)(nil),                // 12: toolwire.orchestrator.v1.Attach
-	(*UserMessage)(nil),           // 13: toolwire.orchestrator.v1.UserMessage
-	(*Interrupt)(nil),             // 14: toolwire.orchestrator.v1.Interrupt
-	(*ConverseResponse)(nil),      // 15: toolwire.orchestrator.v1.ConverseResponse
-	(*Attached)(nil),              // 16: toolwire.orchestrator.v1.Attached
-	(*TextDelta)(nil),             // 17: toolwire.orchestrator.v1.TextDelta
-	(*ToolUseAnnounced)(nil),      // 18: toolwire.orchestrator.v1.ToolUseAnnounced
-	(*TurnComplete)(nil),          // 19: toolwire.orchestrator.v1.TurnComplete
-	(*Usage)(nil),                 // 20: toolwire.orchestrator.v1.Usage
-	(*Error)(nil),                 // 21: toolwire.orchestrator.v1.Error
-	(*Retry)(nil),                 // 22: toolwire.orchestrator.v1.Retry
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
-	(*v1.Settings)(nil),           // 24: toolwire.executor.v1.Settings
-	(*v1.SessionOptions)(nil),     // 25: toolwire.executor.v1.SessionOptions
-	(*v1.PermissionDecision)(nil), // 26: toolwire.executor.v1.PermissionDecision
-	(*v1.Progress)(nil),           // 27: toolwire.executor.v1.Progress
-	(*v1.Result)(nil),             // 28: toolwire.executor.v1.Result
-	(*v1.PermissionRequest)(nil),  // 29: toolwire.executor.v1.PermissionRequest
-	(*durationpb.Duration)(nil),   // 30: google.protobuf.Duration
+	(*RewindRequest)(nil),         // 1: toolwire.orchestrator.v1.RewindRequest
+	(*RewindResponse)(nil),        // 2: toolwire.orchestrator.v1.RewindResponse
+	(*Session)(nil),               // 3: toolwire.orchestrator.v1.Session
+	(*SessionConfig)(nil),         // 4: toolwire.orchestrator.v1.SessionConfig
+	(*CreateSessionRequest)(nil),  // 5: toolwire.orchestrator.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil), // 6: toolwire.orchestrator.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),     // 7: toolwire.orchestrator.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),    // 8: toolwire.orchestrator.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),   // 9: toolwire.orchestrator.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 10: toolwire.orchestrator.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),  // 11: toolwire.orchestrator.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil), // 12: toolwire.orchestrator.v1.DeleteSessionResponse
+	(*ConverseRequest)(nil),       // 13: toolwire.orchestrator.v1.ConverseRequest
+	(*Attach)(nil),                // 14: toolwire.orchestrator.v1.Attach
+	(*UserMessage)(nil),           // 15: toolwire.orchestrator.v1.UserMessage
+	(*Interrupt)(nil),             // 16: toolwire.orchestrator.v1.Interrupt
+	(*ConverseResponse)(nil),      // 17: toolwire.orchestrator.v1.ConverseResponse
+	(*Attached)(nil),              // 18: toolwire.orchestrator.v1.Attached
+	(*TextDelta)(nil),             // 19: toolwire.orchestrator.v1.TextDelta
+	(*ToolUseAnnounced)(nil),      // 20: toolwire.orchestrator.v1.ToolUseAnnounced
+	(*TurnComplete)(nil),          // 21: toolwire.orchestrator.v1.TurnComplete
+	(*Usage)(nil),                 // 22: toolwire.orchestrator.v1.Usage
+	(*Error)(nil),                 // 23: toolwire.orchestrator.v1.Error
+	(*Retry)(nil),                 // 24: toolwire.orchestrator.v1.Retry
+	nil,                           // 25: toolwire.orchestrator.v1.SessionConfig.McpServersEntry
+	(*v1.RestoreResult)(nil),      // 26: toolwire.executor.v1.RestoreResult
+	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
+	(*v1.SandboxInfo)(nil),        // 28: toolwire.executor.v1.SandboxInfo
+	(*v1.McpServerStatus)(nil),    // 29: toolwire.executor.v1.McpServerStatus
+	(*v1.Settings)(nil),           // 30: toolwire.executor.v1.Settings
+	(*v1.SessionOptions)(nil),     // 31: toolwire.executor.v1.SessionOptions
+	(*v1.PermissionDecision)(nil), // 32: toolwire.executor.v1.PermissionDecision
+	(*v1.Background)(nil),         // 33: toolwire.executor.v1.Background
+	(*v1.Progress)(nil),           // 34: toolwire.executor.v1.Progress
+	(*v1.Result)(nil),             // 35: toolwire.executor.v1.Result
+	(*v1.PermissionRequest)(nil),  // 36: toolwire.executor.v1.PermissionRequest
+	(*v1.McpToolsChanged)(nil),    // 37: toolwire.executor.v1.McpToolsChanged
+	(*v1.BackgroundAck)(nil),      // 38: toolwire.executor.v1.BackgroundAck
+	(*durationpb.Duration)(nil),   // 39: google.protobuf.Duration
+	(*v1.McpServerConfig)(nil),    // 40: toolwire.executor.v1.McpServerConfig
 }
 var file_toolwire_orchestrator_v1_orchestrator_proto_depIdxs = []int32{
-	23, // 0: toolwire.orchestrator.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	20, // 1: toolwire.orchestrator.v1.Session.usage:type_name -> toolwire.orchestrator.v1.Usage
-	24, // 2: toolwire.orchestrator.v1.SessionConfig.settings:type_name -> toolwire.executor.v1.Settings
-	25, // 3: toolwire.orchestrator.v1.SessionConfig.options:type_name -> toolwire.executor.v1.SessionOptions
-	2,  // 4: toolwire.orchestrator.v1.CreateSessionRequest.config:type_name -> toolwire.orchestrator.v1.SessionConfig
-	1,  // 5: toolwire.orchestrator.v1.CreateSessionResponse.session:type_name -> toolwire.orchestrator.v1.Session
-	1,  // 6: toolwire.orchestrator.v1.GetSessionResponse.session:type_name -> toolwire.orchestrator.v1.Session
-	1,  // 7: toolwire.orchestrator.v1.ListSessionsResponse.sessions:type_name -> toolwire.orchestrator.v1.Session
-	12, // 8: toolwire.orchestrator.v1.ConverseRequest.attach:type_name -> toolwire.orchestrator.v1.Attach
-	13, // 9: toolwire.orchestrator.v1.ConverseRequest.user_message:type_name -> toolwire.orchestrator.v1.UserMessage
-	26, // 10: toolwire.orchestrator.v1.ConverseRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
-	14, // 11: toolwire.orchestrator.v1.ConverseRequest.interrupt:type_name -> toolwire.orchestrator.v1.Interrupt
-	16, // 12: toolwire.orchestrator.v1.ConverseResponse.attached:type_name -> toolwire.orchestrator.v1.Attached
-	17, // 13: toolwire.orchestrator.v1.ConverseResponse.text_delta:type_name -> toolwire.orchestrator.v1.TextDelta
-	18, // 14: toolwire.orchestrator.v1.ConverseResponse.tool_use:type_name -> toolwire.orchestrator.v1.ToolUseAnnounced
-	27, // 15: toolwire.orchestrator.v1.ConverseResponse.tool_progress:type_name -> toolwire.executor.v1.Progress
-	28, // 16: toolwire.orchestrator.v1.ConverseResponse.tool_result:type_name -> toolwire.executor.v1.Result
-	29, // 17: toolwire.orchestrator.v1.ConverseResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
-	19, // 18: toolwire.orchestrator.v1.ConverseResponse.turn_complete:type_name -> toolwire.orchestrator.v1.TurnComplete
-	21, // 19: toolwire.orchestrator.v1.ConverseResponse.error:type_name -> toolwire.orchestrator.v1.Error
-	22, // 20: toolwire.orchestrator.v1.ConverseResponse.retry:type_name -> toolwire.orchestrator.v1.Retry
-	1,  // 21: toolwire.orchestrator.v1.Attached.session:type_name -> toolwire.orchestrator.v1.Session
-	0,  // 22: toolwire.orchestrator.v1.TurnComplete.stop_reason:type_name -> toolwire.orchestrator.v1.StopReason
-	20, // 23: toolwire.orchestrator.v1.TurnComplete.usage:type_name -> toolwire.orchestrator.v1.Usage
-	30, // 24: toolwire.orchestrator.v1.TurnComplete.duration:type_name -> google.protobuf.Duration
-	30, // 25: toolwire.orchestrator.v1.Retry.delay:type_name -> google.protobuf.Duration
-	3,  // 26: toolwire.orchestrator.v1.OrchestratorService.CreateSession:input_type -> toolwire.orchestrator.v1.CreateSessionRequest
-	5,  // 27: toolwire.orchestrator.v1.OrchestratorService.GetSession:input_type -> toolwire.orchestrator.v1.GetSessionRequest
-	7,  // 28: toolwire.orchestrator.v1.OrchestratorService.ListSessions:input_type -> toolwire.orchestrator.v1.ListSessionsRequest
-	9,  // 29: toolwire.orchestrator.v1.OrchestratorService.DeleteSession:input_type -> toolwire.orchestrator.v1.DeleteSessionRequest
-	11, // 30: toolwire.orchestrator.v1.OrchestratorService.Converse:input_type -> toolwire.orchestrator.v1.ConverseRequest
-	4,  // 31: toolwire.orchestrator.v1.OrchestratorService.CreateSession:output_type -> toolwire.orchestrator.v1.CreateSessionResponse
-	6,  // 32: toolwire.orchestrator.v1.OrchestratorService.GetSession:output_type -> toolwire.orchestrator.v1.GetSessionResponse
-	8,  // 33: toolwire.orchestrator.v1.OrchestratorService.ListSessions:output_type -> toolwire.orchestrator.v1.ListSessionsResponse
-	10, // 34: toolwire.orchestrator.v1.OrchestratorService.DeleteSession:output_type -> toolwire.orchestrator.v1.DeleteSessionResponse
-	15, // 35: toolwire.orchestrator.v1.OrchestratorService.Converse:output_type -> toolwire.orchestrator.v1.ConverseResponse
-	31, // [31:36] is the sub-list for method output_type
-	26, // [26:31] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	26, // 0: toolwire.orchestrator.v1.RewindResponse.restore:type_name -> toolwire.executor.v1.RestoreResult
+	3,  // 1: toolwire.orchestrator.v1.RewindResponse.session:type_name -> toolwire.orchestrator.v1.Session
+	27, // 2: toolwire.orchestrator.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	22, // 3: toolwire.orchestrator.v1.Session.usage:type_name -> toolwire.orchestrator.v1.Usage
+	28, // 4: toolwire.orchestrator.v1.Session.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
+	29, // 5: toolwire.orchestrator.v1.Session.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
+	30, // 6: toolwire.orchestrator.v1.SessionConfig.settings:type_name -> toolwire.executor.v1.Settings
+	31, // 7: toolwire.orchestrator.v1.SessionConfig.options:type_name -> toolwire.executor.v1.SessionOptions
+	25, // 8: toolwire.orchestrator.v1.SessionConfig.mcp_servers:type_name -> toolwire.orchestrator.v1.SessionConfig.McpServersEntry
+	4,  // 9: toolwire.orchestrator.v1.CreateSessionRequest.config:type_name -> toolwire.orchestrator.v1.SessionConfig
+	3,  // 10: toolwire.orchestrator.v1.CreateSessionResponse.session:type_name -> toolwire.orchestrator.v1.Session
+	3,  // 11: toolwire.orchestrator.v1.GetSessionResponse.session:type_name -> toolwire.orchestrator.v1.Session
+	3,  // 12: toolwire.orchestrator.v1.ListSessionsResponse.sessions:type_name -> toolwire.orchestrator.v1.Session
+	14, // 13: toolwire.orchestrator.v1.ConverseRequest.attach:type_name -> toolwire.orchestrator.v1.Attach
+	15, // 14: toolwire.orchestrator.v1.ConverseRequest.user_message:type_name -> toolwire.orchestrator.v1.UserMessage
+	32, // 15: toolwire.orchestrator.v1.ConverseRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
+	16, // 16: toolwire.orchestrator.v1.ConverseRequest.interrupt:type_name -> toolwire.orchestrator.v1.Interrupt
+	33, // 17: toolwire.orchestrator.v1.ConverseRequest.background:type_name -> toolwire.executor.v1.Background
+	18, // 18: toolwire.orchestrator.v1.ConverseResponse.attached:type_name -> toolwire.orchestrator.v1.Attached
+	19, // 19: toolwire.orchestrator.v1.ConverseResponse.text_delta:type_name -> toolwire.orchestrator.v1.TextDelta
+	20, // 20: toolwire.orchestrator.v1.ConverseResponse.tool_use:type_name -> toolwire.orchestrator.v1.ToolUseAnnounced
+	34, // 21: toolwire.orchestrator.v1.ConverseResponse.tool_progress:type_name -> toolwire.executor.v1.Progress
+	35, // 22: toolwire.orchestrator.v1.ConverseResponse.tool_result:type_name -> toolwire.executor.v1.Result
+	36, // 23: toolwire.orchestrator.v1.ConverseResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
+	21, // 24: toolwire.orchestrator.v1.ConverseResponse.turn_complete:type_name -> toolwire.orchestrator.v1.TurnComplete
+	23, // 25: toolwire.orchestrator.v1.ConverseResponse.error:type_name -> toolwire.orchestrator.v1.Error
+	24, // 26: toolwire.orchestrator.v1.ConverseResponse.retry:type_name -> toolwire.orchestrator.v1.Retry
+	37, // 27: toolwire.orchestrator.v1.ConverseResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
+	38, // 28: toolwire.orchestrator.v1.ConverseResponse.background_ack:type_name -> toolwire.executor.v1.BackgroundAck
+	3,  // 29: toolwire.orchestrator.v1.Attached.session:type_name -> toolwire.orchestrator.v1.Session
+	0,  // 30: toolwire.orchestrator.v1.TurnComplete.stop_reason:type_name -> toolwire.orchestrator.v1.StopReason
+	22, // 31: toolwire.orchestrator.v1.TurnComplete.usage:type_name -> toolwire.orchestrator.v1.Usage
+	39, // 32: toolwire.orchestrator.v1.TurnComplete.duration:type_name -> google.protobuf.Duration
+	39, // 33: toolwire.orchestrator.v1.Retry.delay:type_name -> google.protobuf.Duration
+	40, // 34: toolwire.orchestrator.v1.SessionConfig.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
+	5,  // 35: toolwire.orchestrator.v1.OrchestratorService.CreateSession:input_type -> toolwire.orchestrator.v1.CreateSessionRequest
+	7,  // 36: toolwire.orchestrator.v1.OrchestratorService.GetSession:input_type -> toolwire.orchestrator.v1.GetSessionRequest
+	9,  // 37: toolwire.orchestrator.v1.OrchestratorService.ListSessions:input_type -> toolwire.orchestrator.v1.ListSessionsRequest
+	11, // 38: toolwire.orchestrator.v1.OrchestratorService.DeleteSession:input_type -> toolwire.orchestrator.v1.DeleteSessionRequest
+	13, // 39: toolwire.orchestrator.v1.OrchestratorService.Converse:input_type -> toolwire.orchestrator.v1.ConverseRequest
+	1,  // 40: toolwire.orchestrator.v1.OrchestratorService.Rewind:input_type -> toolwire.orchestrator.v1.RewindRequest
+	6,  // 41: toolwire.orchestrator.v1.OrchestratorService.CreateSession:output_type -> toolwire.orchestrator.v1.CreateSessionResponse
+	8,  // 42: toolwire.orchestrator.v1.OrchestratorService.GetSession:output_type -> toolwire.orchestrator.v1.GetSessionResponse
+	10, // 43: toolwire.orchestrator.v1.OrchestratorService.ListSessions:output_type -> toolwire.orchestrator.v1.ListSessionsResponse
+	12, // 44: toolwire.orchestrator.v1.OrchestratorService.DeleteSession:output_type -> toolwire.orchestrator.v1.DeleteSessionResponse
+	17, // 45: toolwire.orchestrator.v1.OrchestratorService.Converse:output_type -> toolwire.orchestrator.v1.ConverseResponse
+	2,  // 46: toolwire.orchestrator.v1.OrchestratorService.Rewind:output_type -> toolwire.orchestrator.v1.RewindResponse
+	41, // [41:47] is the sub-list for method output_type
+	35, // [35:41] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_orchestrator_v1_orchestrator_proto_init() }
@@ -1890,13 +2157,14 @@ func file_toolwire_orchestrator_v1_orchestrator_proto_init() {
 	if File_toolwire_orchestrator_v1_orchestrator_proto != nil {
 		return
 	}
-	file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[10].OneofWrappers = []any{
+	file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[12].OneofWrappers = []any{
 		(*ConverseRequest_Attach)(nil),
 		(*ConverseRequest_UserMessage)(nil),
 		(*ConverseRequest_PermissionDecision)(nil),
 		(*ConverseRequest_Interrupt)(nil),
+		(*ConverseRequest_Background)(nil),
 	}
-	file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[14].OneofWrappers = []any{
+	file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[16].OneofWrappers = []any{
 		(*ConverseResponse_Attached)(nil),
 		(*ConverseResponse_TextDelta)(nil),
 		(*ConverseResponse_ToolUse)(nil),
@@ -1906,6 +2174,8 @@ func file_toolwire_orchestrator_v1_orchestrator_proto_init() {
 		(*ConverseResponse_TurnComplete)(nil),
 		(*ConverseResponse_Error)(nil),
 		(*ConverseResponse_Retry)(nil),
+		(*ConverseResponse_McpToolsChanged)(nil),
+		(*ConverseResponse_BackgroundAck)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1913,7 +2183,7 @@ func file_toolwire_orchestrator_v1_orchestrator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc), len(file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
