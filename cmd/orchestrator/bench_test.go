@@ -206,3 +206,103 @@ func benchOrchestrator(b *testing.B, fake *fakeapi.Server, addr string) (*orches
 		conn.Close()
 	}
 }
+
+// turnsPerConversation is the length of BenchmarkTurnOverhead's
+// conversation.
+const turnsPerConversation = 200
+
+// BenchmarkTurnOverhead runs a conversation of 200 user turns, each a
+// prompt, one Read through a toolsvc process, and a closing text reply,
+// against the fake API, and reports the orchestrator's own time per turn
+// as the conversation grows. The own time of a turn is what is left of it
+// once the model (the fake's streaming) and the executor (from the call's
+// hand-over to its Result) are taken out: from Run to the first request's
+// arrival, from the executor's Result to the second request's arrival, and
+// from the end of the closing reply to Run's return. It includes building
+// and sending each request, whose body holds the whole history, as the API
+// requires.
+//
+// The fake API forgets each turn's requests once they are checked: in
+// the benchmark's process, a fake keeping hundreds of request bodies and
+// their decoded forms would make every garbage collection, and so the
+// late turns, slower for reasons of its own.
+//
+// Reported: own-ms-tN, the median own time of turns N-4..N (turns 1..5 for
+// t1), with the median over iterations when b.N > 1; and t200/t1, their
+// ratio. Run with -benchtime 1x -count N and compare with benchstat.
+func BenchmarkTurnOverhead(b *testing.B) {
+	root := sandboxtest.Dir(b)
+	file := filepath.Join(root, "f.txt")
+	if err := os.WriteFile(file, []byte("line one\nline two\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	addr := startToolsvc(b, root)
+	fake, err := fakeapi.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fake.Close()
+	orch, closeOrch := benchOrchestrator(b, fake, addr)
+	defer closeOrch()
+
+	marks := []int{1, 50, 100, 200}
+	perMark := make(map[int][]time.Duration)
+	for i := 0; b.Loop(); i++ {
+		sess, err := orch.Create(context.Background(), "", orchestrator.SessionConfig{Settings: &settings.Settings{
+			Permissions: settings.Permissions{DefaultMode: permission.ModeBypass},
+		}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		own := make([]time.Duration, turnsPerConversation+1)
+		for turn := 1; turn <= turnsPerConversation; turn++ {
+			// Alternate two ranges so that no Read is answered with the
+			// "unchanged" stub.
+			input := map[string]any{"file_path": file}
+			if turn%2 == 0 {
+				input["offset"], input["limit"] = 1, 2
+			}
+			fake.Push(fakeapi.ToolTurn(fakeapi.ToolUse(fmt.Sprintf("toolu_%d_%d", i, turn), "Read", input)),
+				fakeapi.EndTurn(fakeapi.Text("done with turn "+fmt.Sprint(turn))))
+			start := time.Now()
+			res, err := sess.Run(context.Background(), fmt.Sprintf("turn %d: read the file", turn))
+			end := time.Now()
+			if err != nil || res.StopReason != orchestrator.StopEndTurn {
+				b.Fatalf("turn %d: %+v %v", turn, res, err)
+			}
+			reqs := fake.Requests()
+			if len(reqs) != 2 {
+				b.Fatalf("turn %d made %d requests, want 2", turn, len(reqs))
+			}
+			fake.Forget() // the fake keeps no history: it is not the orchestrator's
+			first, second := reqs[0], reqs[1]
+			if got := len(second.Body.Messages); got != 4*turn-1 {
+				b.Fatalf("turn %d sent %d messages, want %d", turn, got, 4*turn-1)
+			}
+			for _, blk := range second.Body.Messages[len(second.Body.Messages)-1].Content {
+				if blk.IsError != nil && *blk.IsError {
+					b.Fatalf("turn %d: the Read failed: %+v", turn, blk)
+				}
+			}
+			own[turn] = first.Received.Sub(start) + second.Received.Sub(lastResult(sess)) + end.Sub(second.Finished)
+		}
+		for _, m := range marks {
+			perMark[m] = append(perMark[m], median(own[max(m-4, 1):max(m+1, 6)]))
+		}
+		if err := orch.Delete(context.Background(), sess.ID()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	for _, m := range marks {
+		b.ReportMetric(float64(median(perMark[m]).Microseconds())/1000, fmt.Sprintf("own-ms-t%d", m))
+	}
+	b.ReportMetric(float64(median(perMark[200]))/float64(median(perMark[1])), "t200/t1")
+}
+
+// median is the median of ds (sorted in place).
+func median(ds []time.Duration) time.Duration {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}

@@ -34,6 +34,7 @@ var executorBackoff = grpc.ConnectParams{
 type dialer struct {
 	embeddedCfg embedded.Config
 	security    *rpcauth.ClientConfig // TLS and token of remote executors
+	transport   rpcserver.Transport   // HTTP/2 windows and buffers of remote executors
 	log         *slog.Logger
 
 	mu        sync.Mutex // guards the fields below
@@ -42,8 +43,8 @@ type dialer struct {
 	authority map[string]string // pool member address -> the pool's DNS name (TLS server name)
 }
 
-func newDialer(cfg embedded.Config, security *rpcauth.ClientConfig, log *slog.Logger) *dialer {
-	return &dialer{embeddedCfg: cfg, security: security, log: log,
+func newDialer(cfg embedded.Config, security *rpcauth.ClientConfig, transport rpcserver.Transport, log *slog.Logger) *dialer {
+	return &dialer{embeddedCfg: cfg, security: security, transport: transport, log: log,
 		conns: map[string]*grpc.ClientConn{}, authority: map[string]string{}}
 }
 
@@ -112,7 +113,7 @@ func (d *dialer) conn(addr string) (*grpc.ClientConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("executor %s: %w", addr, err)
 	}
-	opts := append(secure,
+	opts := append(append(secure, d.transport.DialOptions()...),
 		grpc.WithKeepaliveParams(rpcserver.ClientKeepalive),
 		grpc.WithConnectParams(executorBackoff),
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),

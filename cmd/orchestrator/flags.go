@@ -17,6 +17,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 	"github.com/toolwire/toolwire/pkg/rpcauth"
+	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/settings"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -124,6 +125,9 @@ type common struct {
 	limits ccenv.Limits
 
 	executorSecurity *rpcauth.ClientConfig // TLS and token of the link to a remote executor
+	// executorTransport is the HTTP/2 windows and buffers of the link to
+	// a remote executor.
+	executorTransport *rpcserver.Transport
 }
 
 func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
@@ -154,6 +158,7 @@ func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: json or text")
 	fs.StringVar(&c.logLevel, "log-level", defaultLogLevel, "log level: debug, info, warn, error")
 	c.executorSecurity = rpcauth.RegisterClientFlags(fs, "executor-")
+	c.executorTransport = rpcserver.RegisterTransportFlags(fs, "executor-", "to a remote executor")
 }
 
 func (c *common) executorAddr() string {
@@ -265,6 +270,9 @@ func (c *common) checkWeb() error {
 func (c *common) checkExecutorSecurity() error {
 	if c.executor == "" {
 		return nil
+	}
+	if err := c.executorTransport.Validate(); err != nil {
+		return fmt.Errorf("--executor-grpc-*: %w", err)
 	}
 	_, err := c.executorSecurity.DialOptions(c.executor)
 	return err

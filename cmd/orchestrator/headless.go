@@ -166,7 +166,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := c.checkExecutorSecurity(); err != nil {
 		return 1, err
 	}
-	dial := newDialer(c.embeddedConfig(log), c.executorSecurity, log)
+	dial := newDialer(c.embeddedConfig(log), c.executorSecurity, *c.executorTransport, log)
 	defer dial.Close()
 	place := newPlacer(ctx, dial, log)
 	defer place.Close()

@@ -37,6 +37,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	replica := fs.String("replica", "", "this replica's name in the leases of a shared --store (default: the host name)")
 	leaseTTL := fs.Duration("lease-ttl", orchestrator.DefaultLeaseTTL, "with a shared --store: how long a turn's lease lasts unless renewed, so how soon another replica takes over a turn whose replica died")
 	security := rpcauth.RegisterServerFlags(fs)
+	transport := rpcserver.RegisterTransportFlags(fs, "", "to a client")
 	if _, err := parseInterleaved(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -52,6 +53,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	secure, err := security.ServerOptions(*listen)
 	if err != nil {
 		return err
+	}
+	if err := transport.Validate(); err != nil {
+		return fmt.Errorf("--grpc-*: %w", err)
 	}
 	if err := c.checkExecutorSecurity(); err != nil {
 		return err
@@ -102,7 +106,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 			return fmt.Errorf("become child subreaper: %w", err)
 		}
 	}
-	dial := newDialer(c.embeddedConfig(log), c.executorSecurity, log)
+	dial := newDialer(c.embeddedConfig(log), c.executorSecurity, *c.executorTransport, log)
 	defer dial.Close()
 	if c.executor == "" {
 		// Start the in-process executor now, so that a setup error stops
@@ -146,7 +150,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		orch.Close()
 		return fmt.Errorf("--listen: %w", err)
 	}
-	srv := rpcserver.New(log, secure...)
+	srv := rpcserver.New(log, append(secure, transport.ServerOptions()...)...)
 	orchgrpc.NewServer(orch, log).Register(srv.Server)
 	srv.Health.SetServingStatus(orchgrpc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	serveErr := make(chan error, 1)

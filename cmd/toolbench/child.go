@@ -21,6 +21,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/rpcserver"
 )
 
 // nobody is the uid and gid toolsvc runs tools as by default when started as
@@ -146,15 +147,16 @@ func freeLoopbackAddr() (string, error) {
 
 // dial connects to a loopback server with the options toolbench uses for
 // floors and toolsvc alike. Reconnect backoff is short so that waiting for a
-// starting server does not round its start-up time up to a second.
-func dial(addr string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(addr,
+// starting server does not round its start-up time up to a second. extra
+// options (a transport's) are appended.
+func dial(addr string, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(addr, append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16 << 20)),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 500 * time.Microsecond, Multiplier: 1.2, MaxDelay: 2 * time.Millisecond},
 			MinConnectTimeout: time.Second,
-		}))
+		})}, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
 	}
@@ -217,6 +219,7 @@ func (w *workDir) cleanup() error {
 type toolsvcProc struct {
 	*child
 	sandbox string
+	root    string // workspace root
 	addr    string
 	conn    *grpc.ClientConn
 	client  executorv1.ExecutorServiceClient
@@ -224,8 +227,11 @@ type toolsvcProc struct {
 
 // startToolsvc starts `toolsvc serve` on a free loopback port with the given
 // sandbox backend and workspace root, waits until its health service says
-// SERVING, and returns it with the time that took from process start.
-func startToolsvc(ctx context.Context, bin, sandbox, root string, w *workDir, extra ...string) (*toolsvcProc, time.Duration, error) {
+// SERVING, and returns it with the time that took from process start. The
+// connection has rpcserver.DefaultTransport's windows and buffers, as
+// toolwire's clients do, unless grpcDefaults; extra are more flags of
+// toolsvc serve.
+func startToolsvc(ctx context.Context, bin, sandbox, root string, w *workDir, grpcDefaults bool, extra ...string) (*toolsvcProc, time.Duration, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, 0, err
@@ -242,8 +248,12 @@ func startToolsvc(ctx context.Context, bin, sandbox, root string, w *workDir, ex
 	if err != nil {
 		return nil, 0, err
 	}
-	p := &toolsvcProc{child: c, sandbox: sandbox, addr: addr}
-	if p.conn, err = dial(addr); err != nil {
+	p := &toolsvcProc{child: c, sandbox: sandbox, root: root, addr: addr}
+	var opts []grpc.DialOption
+	if !grpcDefaults {
+		opts = rpcserver.DefaultTransport.DialOptions()
+	}
+	if p.conn, err = dial(addr, opts...); err != nil {
 		_ = c.stop()
 		return nil, 0, err
 	}
@@ -309,15 +319,16 @@ func waitServing(ctx context.Context, conn *grpc.ClientConn, c *child) error {
 }
 
 // startEcho starts this binary again as the bare gRPC server of the floors
-// and returns it with its address.
-func startEcho(ctx context.Context) (*child, string, error) {
+// and returns it with its two addresses: untuned and tuned.
+func startEcho(ctx context.Context) (*child, [2]string, error) {
+	var none [2]string
 	self, err := os.Executable()
 	if err != nil {
-		return nil, "", fmt.Errorf("find own executable: %w", err)
+		return nil, none, fmt.Errorf("find own executable: %w", err)
 	}
 	c, stdout, err := startChild("echo server", self, []string{echoCommand}, os.Environ(), true)
 	if err != nil {
-		return nil, "", err
+		return nil, none, err
 	}
 	line := make(chan string, 1)
 	go func() {
@@ -328,17 +339,18 @@ func startEcho(ctx context.Context) (*child, string, error) {
 	}()
 	select {
 	case s := <-line:
-		addr, ok := strings.CutPrefix(strings.TrimSpace(s), "listening ")
-		if !ok {
+		addrs, ok := strings.CutPrefix(strings.TrimSpace(s), "listening ")
+		plain, tunedAddr, two := strings.Cut(addrs, " ")
+		if !ok || !two {
 			_ = c.stop()
-			return nil, "", fmt.Errorf("echo server said %q, want \"listening ADDR\"; stderr:\n%s", s, c.logs.String())
+			return nil, none, fmt.Errorf("echo server said %q, want \"listening ADDR TUNED-ADDR\"; stderr:\n%s", s, c.logs.String())
 		}
-		return c, addr, nil
+		return c, [2]string{plain, tunedAddr}, nil
 	case <-ctx.Done():
 		_ = c.stop()
-		return nil, "", ctx.Err()
+		return nil, none, ctx.Err()
 	case <-time.After(30 * time.Second):
 		_ = c.stop()
-		return nil, "", fmt.Errorf("echo server did not report its address in 30s")
+		return nil, none, fmt.Errorf("echo server did not report its addresses in 30s")
 	}
 }

@@ -29,6 +29,19 @@
 // could score on the machine that day; the "bounds" table prints that and
 // each toolsvc figure against its reference.
 //
+// The gRPC floors, the references and the head reference are measured twice:
+// over gRPC's defaults, and tuned as for bulk output (HTTP/2 stream and
+// connection windows of 4 and 16 MiB, 256 KiB read and write buffers on both
+// ends, 256 KiB stream messages, the command's stdout pipe enlarged to 1 MiB
+// with F_SETPIPE_SZ and read 256 KiB at a time). The tuned ids end in
+// "_tuned"; the echo server listens on a second port for them. Targets and
+// bounds are computed against both.
+//
+// After the rounds, the sessions figure opens 10, 100 and 500 sessions
+// (--sessions) on each toolsvc and has every one send Reads of the 1 KiB
+// file back to back, 20000 in all (--sessions-calls): calls per second,
+// and toolsvc's own CPU per call from /proc/PID/stat.
+//
 // Because the machine it runs on may be shared, samples are taken in rounds:
 // each round takes a share of every figure's samples, floors and peers in a
 // shuffled order, so a burst of load from elsewhere touches both sides of a

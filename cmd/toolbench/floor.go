@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -31,12 +32,92 @@ const (
 	streamBytes = 64 << 20 // bytes per stream, floor and Bash alike
 )
 
+// transport is how the echo server and its clients set up HTTP/2 and the
+// command's pipe. The untuned transport is gRPC's defaults and a pipe of
+// the kernel's default size read in streamChunk pieces; the tuned one is
+// what a careful engineer sets for bulk output on loopback.
+type transport struct {
+	tuned        bool
+	streamWindow int32 // HTTP/2 initial stream window; 0: gRPC's default (dynamic, BDP-estimated)
+	connWindow   int32 // HTTP/2 initial connection window; 0: gRPC's default
+	readBuffer   int   // bytes gRPC reads from the socket at once; 0: default (32 KiB)
+	writeBuffer  int   // bytes gRPC batches before a write; 0: default (32 KiB)
+	pipeSize     int   // F_SETPIPE_SZ of the command's stdout; 0: the kernel's default (64 KiB)
+	chunk        int   // bytes per message of Flood, and per pipe read of ExecFlood
+}
+
+var (
+	untuned = transport{chunk: streamChunk}
+	tuned   = transport{tuned: true, streamWindow: 4 << 20, connWindow: 16 << 20,
+		readBuffer: 256 << 10, writeBuffer: 256 << 10, pipeSize: 1 << 20, chunk: 256 << 10}
+)
+
+// serverOptions are t's settings for a grpc.Server.
+func (t transport) serverOptions() []grpc.ServerOption {
+	var o []grpc.ServerOption
+	if t.streamWindow > 0 {
+		o = append(o, grpc.InitialWindowSize(t.streamWindow))
+	}
+	if t.connWindow > 0 {
+		o = append(o, grpc.InitialConnWindowSize(t.connWindow))
+	}
+	if t.readBuffer > 0 {
+		o = append(o, grpc.ReadBufferSize(t.readBuffer))
+	}
+	if t.writeBuffer > 0 {
+		o = append(o, grpc.WriteBufferSize(t.writeBuffer))
+	}
+	return o
+}
+
+// dialOptions are t's settings for a client connection.
+func (t transport) dialOptions() []grpc.DialOption {
+	var o []grpc.DialOption
+	if t.streamWindow > 0 {
+		o = append(o, grpc.WithInitialWindowSize(t.streamWindow))
+	}
+	if t.connWindow > 0 {
+		o = append(o, grpc.WithInitialConnWindowSize(t.connWindow))
+	}
+	if t.readBuffer > 0 {
+		o = append(o, grpc.WithReadBufferSize(t.readBuffer))
+	}
+	if t.writeBuffer > 0 {
+		o = append(o, grpc.WithWriteBufferSize(t.writeBuffer))
+	}
+	return o
+}
+
+// setPipeSize resizes the pipe f to t.pipeSize, if t asks for a size.
+func (t transport) setPipeSize(f *os.File) error {
+	if t.pipeSize == 0 {
+		return nil
+	}
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		_, serr = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, t.pipeSize)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("F_SETPIPE_SZ %d: %w", t.pipeSize, serr)
+	}
+	return nil
+}
+
 // echoService is a gRPC service with no framework around it. Ping echoes
 // every message of a bidi stream, Flood answers one Int64Value with that many
 // bytes in streamChunk messages: the floors. ReadFile and ExecFlood are the
 // references, the least a Read and a Bash stream can do with no executor
 // around them: ReadFile answers each path with the file's lines, numbered;
 // ExecFlood runs `head -c N /dev/zero` and sends its stdout as it is read.
+//
+// The service's implementation value is the server's transport: Flood and
+// ExecFlood size their messages, pipe and reads by it.
 var echoService = grpc.ServiceDesc{
 	ServiceName: "toolbench.Echo",
 	HandlerType: (*any)(nil),
@@ -76,13 +157,22 @@ func servePing(_ any, stream grpc.ServerStream) error {
 	}
 }
 
-func serveFlood(_ any, stream grpc.ServerStream) error {
+// serverTransport is the transport the echo service was registered with.
+func serverTransport(srv any) transport {
+	if t, ok := srv.(transport); ok {
+		return t
+	}
+	return untuned
+}
+
+func serveFlood(srv any, stream grpc.ServerStream) error {
+	t := serverTransport(srv)
 	want := new(wrapperspb.Int64Value)
 	if err := stream.RecvMsg(want); err != nil {
 		return err
 	}
-	chunk := &wrapperspb.BytesValue{Value: make([]byte, streamChunk)}
-	for sent := int64(0); sent < want.GetValue(); sent += streamChunk {
+	chunk := &wrapperspb.BytesValue{Value: make([]byte, t.chunk)}
+	for sent := int64(0); sent < want.GetValue(); sent += int64(t.chunk) {
 		if err := stream.SendMsg(chunk); err != nil {
 			return err
 		}
@@ -158,10 +248,12 @@ func readSmallFile(path string) ([]byte, error) {
 }
 
 // serveExecFlood runs `head -c N /dev/zero` for the N it is sent and sends
-// the command's stdout as it is read from the pipe, in reads of up to
-// streamChunk: what a Bash stream must do for every byte, without keeping
-// the output or counting its lines.
-func serveExecFlood(_ any, stream grpc.ServerStream) error {
+// the command's stdout as it is read from the pipe, in reads of up to the
+// transport's chunk (after resizing the pipe when the transport is tuned):
+// what a Bash stream must do for every byte, without keeping the output or
+// counting its lines.
+func serveExecFlood(srv any, stream grpc.ServerStream) error {
+	t := serverTransport(srv)
 	want := new(wrapperspb.Int64Value)
 	if err := stream.RecvMsg(want); err != nil {
 		return err
@@ -171,10 +263,13 @@ func serveExecFlood(_ any, stream grpc.ServerStream) error {
 	if err != nil {
 		return err
 	}
+	if err := t.setPipeSize(out.(*os.File)); err != nil {
+		return err
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start head: %w", err)
 	}
-	buf := make([]byte, streamChunk)
+	buf := make([]byte, t.chunk)
 	msg := new(wrapperspb.BytesValue)
 	var sendErr error
 	for sendErr == nil {
@@ -195,26 +290,31 @@ func serveExecFlood(_ any, stream grpc.ServerStream) error {
 	return cmd.Wait()
 }
 
-// runEchoServer serves echoService on a free loopback port, prints
-// "listening ADDR" on stdout, and stops on SIGTERM or SIGINT.
+// runEchoServer serves echoService twice on free loopback ports, with the
+// untuned and the tuned transport, prints "listening ADDR TUNED-ADDR" on
+// stdout, and stops on SIGTERM or SIGINT.
 func runEchoServer() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+	served := make(chan error, 2)
+	var addrs []string
+	for _, t := range []transport{untuned, tuned} {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		srv := grpc.NewServer(t.serverOptions()...)
+		srv.RegisterService(&echoService, t)
+		go func() { served <- srv.Serve(lis) }()
+		defer srv.Stop()
+		addrs = append(addrs, lis.Addr().String())
 	}
-	srv := grpc.NewServer()
-	srv.RegisterService(&echoService, nil)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	fmt.Printf("listening %s\n", lis.Addr())
+	fmt.Printf("listening %s\n", strings.Join(addrs, " "))
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	srv.Stop()
 	return nil
 }
 
@@ -376,12 +476,15 @@ func timeBashTrueN(ctx context.Context, n int) (time.Duration, error) {
 // headOnce runs the stream figure's command, `head -c streamBytes
 // /dev/zero`, with os/exec and reads its stdout through a pipe in 256 KiB
 // reads: what producing and reading the output costs before any of it is
-// sent anywhere.
-func headOnce(ctx context.Context) (time.Duration, int64, error) {
+// sent anywhere. The tuned transport enlarges the pipe first.
+func headOnce(ctx context.Context, t transport) (time.Duration, int64, error) {
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, "/bin/bash", "-c", fmt.Sprintf("head -c %d /dev/zero", streamBytes))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
+		return 0, 0, err
+	}
+	if err := t.setPipeSize(out.(*os.File)); err != nil {
 		return 0, 0, err
 	}
 	if err := cmd.Start(); err != nil {

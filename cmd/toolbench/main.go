@@ -64,6 +64,13 @@ type options struct {
 	only      *regexp.Regexp
 	scale     bool
 	scaleOpts scaleOptions
+	// grpcDefaults dials toolsvc with gRPC's default windows and buffers
+	// instead of the ones toolwire's clients use.
+	grpcDefaults bool
+	// sessions are the counts of busy sessions of the sessions figure,
+	// and sessionCalls the Reads each count sends in all.
+	sessions     []int
+	sessionCalls int
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -91,6 +98,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.scaleOpts.many, "scale-many", 100, "with --scale: busy sessions compared with as many direct `bash -c true` loops")
 	fs.IntVar(&o.scaleOpts.calls, "scale-calls", 100000, "with --scale: Read calls of the one session after which toolsvc's RSS is read")
 	only := fs.String("only", "", "measure only the figures whose id matches this regular expression (e.g. 'bash_true/|floor_exec_bash_true$')")
+	sessions := fs.String("sessions", "10,100,500", "counts of sessions busy at once for the sessions figure (Reads back to back in each; \"\" for none)")
+	fs.IntVar(&o.sessionCalls, "sessions-calls", 20000, "Reads sent in all, per count of --sessions")
+	fs.BoolVar(&o.grpcDefaults, "grpc-defaults", false, "dial toolsvc with gRPC's default HTTP/2 windows and buffers instead of those toolwire's clients use (4/16 MiB, 256 KiB), to measure what they change")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -98,6 +108,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errUsage
 	}
 	o.sandboxes = strings.Split(*sandboxes, ",")
+	var err error
+	if o.sessions, err = parseSessions(*sessions); err != nil {
+		fmt.Fprintf(stderr, "toolbench: %v\n", err)
+		return o, errUsage
+	}
 	if *only != "" {
 		re, err := regexp.Compile(*only)
 		if err != nil {
@@ -113,8 +128,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case o.toolsvc == "":
 		fmt.Fprintln(stderr, "toolbench: --toolsvc is required")
 		return o, errUsage
-	case o.n < 1 || o.warm < 0 || o.rounds < 1 || o.streamN < 0 || o.startN < 0:
-		fmt.Fprintln(stderr, "toolbench: -n and --rounds must be positive; --warmup, --stream-n and --start-n not negative")
+	case o.n < 1 || o.warm < 0 || o.rounds < 1 || o.streamN < 0 || o.startN < 0 || o.sessionCalls < 1:
+		fmt.Fprintln(stderr, "toolbench: -n, --rounds and --sessions-calls must be positive; --warmup, --stream-n and --start-n not negative")
 		return o, errUsage
 	}
 	for _, sb := range o.sandboxes {
@@ -168,21 +183,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	closers = append(closers, w.cleanup)
 
-	echo, echoAddr, err := startEcho(ctx)
+	echo, echoAddrs, err := startEcho(ctx)
 	if err != nil {
 		return err
 	}
 	closers = append(closers, echo.stop)
-	echoConn, err := dial(echoAddr)
-	if err != nil {
-		return err
-	}
-	closers = append(closers, echoConn.Close)
-	ping, err := openPing(ctx, echoConn)
-	if err != nil {
-		return err
-	}
-	closers = append(closers, func() error { ping.close(); return nil })
 	refDir, err := w.workspace("reference")
 	if err != nil {
 		return err
@@ -191,19 +196,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	readFile, err := openReadFile(ctx, echoConn, fixture)
-	if err != nil {
-		return err
+	var figs []*figure
+	var svcs []*toolsvcProc
+	for i, t := range []transport{untuned, tuned} {
+		conn, err := dial(echoAddrs[i], t.dialOptions()...)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, conn.Close)
+		ping, err := openPing(ctx, conn)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, func() error { ping.close(); return nil })
+		readFile, err := openReadFile(ctx, conn, fixture)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, func() error { readFile.close(); return nil })
+		figs = append(figs, floorFigures(p, t, echo.cmd.Process.Pid, ping, readFile, conn)...)
 	}
-	closers = append(closers, func() error { readFile.close(); return nil })
-	figs := floorFigures(p, echo.cmd.Process.Pid, ping, readFile, echoConn)
 
 	for _, sb := range o.sandboxes {
 		root, err := w.workspace("root-" + sb)
 		if err != nil {
 			return err
 		}
-		svc, _, err := startToolsvc(ctx, o.toolsvc, sb, root, w)
+		svc, _, err := startToolsvc(ctx, o.toolsvc, sb, root, w, o.grpcDefaults)
 		if err != nil {
 			return err
 		}
@@ -223,23 +242,48 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			rep.Machine.ToolsvcVersion = sessions[0].hello.GetExecutorVersion()
 		}
 		figs = append(figs, sf...)
+		svcs = append(svcs, svc)
 	}
 	for _, sb := range o.sandboxes {
-		f, err := startupFigure(p, o.toolsvc, sb, w)
+		f, err := startupFigure(p, o.toolsvc, sb, w, o.grpcDefaults)
 		if err != nil {
 			return err
 		}
 		figs = append(figs, f)
 	}
 
+	type sessionsRun struct {
+		id  string
+		svc *toolsvcProc
+		n   int
+	}
+	var sessionRuns []sessionsRun
+	for _, svc := range svcs {
+		for _, n := range o.sessions {
+			sessionRuns = append(sessionRuns, sessionsRun{id: fmt.Sprintf("read_sessions_%d/%s", n, svc.sandbox), svc: svc, n: n})
+		}
+	}
 	if o.only != nil {
 		figs = slices.DeleteFunc(figs, func(f *figure) bool { return !o.only.MatchString(f.id) })
-		if len(figs) == 0 {
+		sessionRuns = slices.DeleteFunc(sessionRuns, func(r sessionsRun) bool { return !o.only.MatchString(r.id) })
+		if len(figs) == 0 && len(sessionRuns) == 0 {
 			return fmt.Errorf("--only %q matches no figure", o.only)
 		}
 	}
 	if err := runRounds(ctx, p, figs); err != nil {
 		return err
+	}
+	for _, r := range sessionRuns {
+		fmt.Fprintf(p.progress, "toolbench: %s (load %s)\n", r.id, loadAvg())
+		file, err := writeKiBFile(r.svc.root)
+		if err != nil {
+			return err
+		}
+		sf, err := sessionsFigure(ctx, r.svc, file, r.n, o.sessionCalls)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.id, err)
+		}
+		rep.Sessions = append(rep.Sessions, sf)
 	}
 	rep.LoadAfter = loadAvg()
 	rep.Duration = time.Since(rep.Start).Round(time.Second).String()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -83,6 +85,7 @@ func checkNoSurvivors(t *testing.T, binDir string, dirs ...string) {
 var allIDs = []string{
 	"floor_grpc_pingpong", "floor_exec_bash_true", "floor_exec_bash_true_x32", "floor_grpc_stream_64mib", "floor_exec_head_64mib",
 	refRead, refStream,
+	"floor_grpc_pingpong_tuned", "floor_grpc_stream_64mib_tuned", "floor_exec_head_64mib_tuned", refRead + tunedSuffix, refStream + tunedSuffix,
 	"read_1kib/none", "bash_true/none", "bash_true_x32/none", "bash_stream_64mib/none", "abort_sleep/none", "abort_start/none", "startup_serving/none",
 	"read_1kib/landlock", "bash_true/landlock", "bash_true_x32/landlock", "bash_stream_64mib/landlock", "abort_sleep/landlock", "abort_start/landlock", "startup_serving/landlock",
 }
@@ -98,8 +101,9 @@ func TestToolbench(t *testing.T) {
 	toolsvc, toolbench := build(t, binDir)
 
 	tmp1, tmp2 := sandboxtest.Dir(t), sandboxtest.Dir(t)
-	out := runBench(t, toolbench, tmp1, "--toolsvc", toolsvc, "-n", "5", "--warmup", "1", "--rounds", "2", "--stream-n", "1", "--start-n", "1", "-q")
-	want := append([]string{"load average", "targets", "bounds", "cost of confinement"}, allIDs...)
+	out := runBench(t, toolbench, tmp1, "--toolsvc", toolsvc, "-n", "5", "--warmup", "1", "--rounds", "2", "--stream-n", "1", "--start-n", "1", "-q",
+		"--sessions", "2,3", "--sessions-calls", "20")
+	want := append([]string{"load average", "targets", "bounds", "cost of confinement", "many sessions"}, allIDs...)
 	for _, target := range targets {
 		for _, sb := range []string{"none", "landlock"} {
 			want = append(want, target.name+" (sandbox "+sb+")")
@@ -115,12 +119,17 @@ func TestToolbench(t *testing.T) {
 			t.Errorf("confinement table lacks %s", name)
 		}
 	}
+	for _, row := range []string{"none             2      20", "none             3      20", "landlock         3      20"} {
+		if !strings.Contains(out, row) {
+			t.Errorf("sessions table lacks the row %q", row)
+		}
+	}
 	if t.Failed() {
 		t.Logf("output:\n%s", out)
 	}
 
 	out = runBench(t, toolbench, tmp2, "--toolsvc", toolsvc, "--json", "-n", "2", "--warmup", "0", "--rounds", "1",
-		"--stream-n", "1", "--start-n", "1", "--sandboxes", "none", "-q")
+		"--stream-n", "1", "--start-n", "1", "--sandboxes", "none", "-q", "--sessions", "2", "--sessions-calls", "10")
 	var rep Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json output is not a Report: %v\n%s", err, out)
@@ -148,8 +157,12 @@ func TestToolbench(t *testing.T) {
 	if len(rep.Ratios) != len(targets) {
 		t.Errorf("--json has %d ratios, want %d: %+v", len(rep.Ratios), len(targets), rep.Ratios)
 	}
-	if len(rep.Bounds) != 2 {
-		t.Errorf("--json has %d bounds, want 2 (Read and stream): %+v", len(rep.Bounds), rep.Bounds)
+	if len(rep.Bounds) != 4 {
+		t.Errorf("--json has %d bounds, want 4 (Read and stream, untuned and tuned): %+v", len(rep.Bounds), rep.Bounds)
+	}
+	if len(rep.Sessions) != 1 || rep.Sessions[0].Sessions != 2 || rep.Sessions[0].Calls != 10 ||
+		rep.Sessions[0].Sandbox != "none" || rep.Sessions[0].CallsPerSecond <= 0 {
+		t.Errorf("--json sessions figures %+v, want one of 10 calls in 2 sessions", rep.Sessions)
 	}
 	for _, b := range rep.Bounds {
 		if b.Value <= 0 || len(b.FigureToReference) != 1 {
@@ -221,7 +234,7 @@ func TestEvaluate(t *testing.T) {
 		{ID: "abort_sleep/none", N: 1, Median: 999, Unit: "µs"},
 	}
 	ratios, conf := evaluate(sums, []string{"none", "landlock"})
-	want := map[string]bool{"read_1kib/none": true, "read_1kib/landlock": false, "bash_stream_64mib/none": false, "abort_sleep/none": true}
+	want := map[string]bool{"read_1kib/none": true, "read_1kib/landlock": false, "bash_stream_64mib/none": false, "abort_sleep/none": false}
 	if len(ratios) != len(want) {
 		t.Fatalf("got %d ratios, want %d: %+v", len(ratios), len(want), ratios)
 	}
@@ -245,17 +258,23 @@ func TestBounds(t *testing.T) {
 		{ID: refStream, N: 1, Median: 450},
 		{ID: "bash_stream_64mib/none", N: 1, Median: 300},
 		{ID: "bash_true/none", N: 1, Median: 300}, // no reference: no bound
+		{ID: "floor_grpc_stream_64mib" + tunedSuffix, N: 1, Median: 800},
+		{ID: refStream + tunedSuffix, N: 1, Median: 600},
 	}
 	got := bounds(sums, []string{"none", "landlock"})
-	if len(got) != 2 {
-		t.Fatalf("got %d bounds, want 2: %+v", len(got), got)
+	if len(got) != 3 {
+		t.Fatalf("got %d bounds, want 3: %+v", len(got), got)
 	}
-	read, stream := got[0], got[1]
+	read, stream, tunedStream := got[0], got[1], got[2]
+	if tunedStream.Reference != refStream+tunedSuffix || tunedStream.Value != 0.75 || tunedStream.Reachable ||
+		tunedStream.Goal != ">= 0.8x" || tunedStream.FigureToReference["bash_stream_64mib/none"] != 0.5 {
+		t.Errorf("tuned stream bound = %+v, want 0.75x, out of reach, the figure at 0.5x the reference", tunedStream)
+	}
 	if read.Reference != refRead || read.Value != 1.6 || read.Reachable || read.Goal != "<= 1.5x" ||
 		read.FigureToReference["read_1kib/none"] != 2 || read.FigureToReference["read_1kib/landlock"] != 2.5 {
 		t.Errorf("Read bound = %+v, want 1.6x, out of reach, figures at 2x and 2.5x the reference", read)
 	}
-	if stream.Reference != refStream || stream.Value != 0.9 || !stream.Reachable || stream.Goal != ">= 0.8x" ||
+	if stream.Reference != refStream || stream.Value != 0.9 || !stream.Reachable || stream.Goal != ">= 0.9x" ||
 		stream.FigureToReference["bash_stream_64mib/none"] != 300.0/450 {
 		t.Errorf("stream bound = %+v, want 0.9x, within reach", stream)
 	}
@@ -268,15 +287,21 @@ func TestBounds(t *testing.T) {
 // reference methods answer: the file's lines numbered, and exactly the
 // bytes head was asked for.
 func TestReferences(t *testing.T) {
+	for _, tr := range []transport{untuned, tuned} {
+		t.Run(fmt.Sprintf("tuned=%v", tr.tuned), func(t *testing.T) { testReferences(t, tr) })
+	}
+}
+
+func testReferences(t *testing.T, tr transport) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer()
-	srv.RegisterService(&echoService, nil)
+	srv := grpc.NewServer(tr.serverOptions()...)
+	srv.RegisterService(&echoService, tr)
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()
-	conn, err := dial(lis.Addr().String())
+	conn, err := dial(lis.Addr().String(), tr.dialOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,9 +334,35 @@ func TestReferences(t *testing.T) {
 		t.Errorf("ReadFile answered %q, want 16 numbered lines", text.GetValue())
 	}
 
-	took, n, err := floodOnce(t.Context(), conn, methodExecFlood)
+	for _, m := range []int{methodExecFlood, methodFlood} {
+		took, n, err := floodOnce(t.Context(), conn, m)
+		if err != nil || n != streamBytes || took <= 0 {
+			t.Errorf("%s: %v, %d bytes, %v; want %d bytes", methodName(m), took, n, err, streamBytes)
+		}
+	}
+	took, n, err := headOnce(t.Context(), tr)
 	if err != nil || n != streamBytes || took <= 0 {
-		t.Errorf("ExecFlood: %v, %d bytes, %v; want %d bytes", took, n, err, streamBytes)
+		t.Errorf("head: %v, %d bytes, %v; want %d bytes", took, n, err, streamBytes)
+	}
+}
+
+// TestPipeSize checks that the tuned transport really enlarges a pipe.
+func TestPipeSize(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if err := tuned.setPipeSize(r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := unix.FcntlInt(w.Fd(), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != tuned.pipeSize {
+		t.Errorf("pipe size %d, want %d", got, tuned.pipeSize)
 	}
 }
 
@@ -357,5 +408,20 @@ func TestStreamCeiling(t *testing.T) {
 	}
 	if got := streamCeiling(Summary{}, flood, 2); got != 0 {
 		t.Errorf("ceiling without the head floor = %v, want 0", got)
+	}
+}
+
+func TestParseSessions(t *testing.T) {
+	got, err := parseSessions("10, 100,500")
+	if err != nil || !slices.Equal(got, []int{10, 100, 500}) {
+		t.Errorf("parseSessions = %v, %v", got, err)
+	}
+	if got, err := parseSessions(""); err != nil || got != nil {
+		t.Errorf(`parseSessions("") = %v, %v; want none`, got, err)
+	}
+	for _, bad := range []string{"0", "ten", "10,", "-1"} {
+		if _, err := parseSessions(bad); err == nil {
+			t.Errorf("parseSessions(%q) passed", bad)
+		}
 	}
 }

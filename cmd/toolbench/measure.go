@@ -103,40 +103,54 @@ func share(n, rounds, r int) int {
 
 // floorFigures returns the floors (bare gRPC against the echo server, bare
 // os/exec spawns) and the references (the least a Read and a Bash stream
-// can do, served by the echo server).
-func floorFigures(p plan, echoPid int, ping *pingStream, readFile *readFileStream, echo *grpc.ClientConn) []*figure {
-	return []*figure{
-		{id: "floor_grpc_pingpong", label: "floor: bare gRPC bidi ping-pong, 1 KiB each way", unit: latency, n: p.n, warm: p.warm, pids: []int{echoPid},
+// can do, served by the echo server) over transport t. The tuned transport
+// gives the gRPC floors, the references and the head reference only, with
+// "_tuned" appended to their ids; spawns do not depend on it.
+func floorFigures(p plan, t transport, echoPid int, ping *pingStream, readFile *readFileStream, echo *grpc.ClientConn) []*figure {
+	id, note := func(s string) string { return s }, ""
+	if t.tuned {
+		id = func(s string) string { return s + tunedSuffix }
+		note = fmt.Sprintf(" (tuned: windows %d/%d MiB, buffers %d KiB, %d KiB messages and reads, pipe %d MiB)",
+			t.streamWindow>>20, t.connWindow>>20, t.readBuffer>>10, t.chunk>>10, t.pipeSize>>20)
+	}
+	figs := []*figure{
+		{id: id("floor_grpc_pingpong"), label: "floor: bare gRPC bidi ping-pong, 1 KiB each way" + note, unit: latency, n: p.n, warm: p.warm, pids: []int{echoPid},
 			sample: func(context.Context) (time.Duration, int64, error) {
 				d, err := ping.roundTrip()
 				return d, 0, err
 			}},
-		{id: "floor_exec_bash_true", label: "floor: os/exec `bash -c true`, output captured", unit: latency, n: p.n, warm: p.warm,
-			sample: func(ctx context.Context) (time.Duration, int64, error) {
-				d, err := timeBashTrue(ctx)
-				return d, 0, err
-			}},
-		{id: "floor_exec_bash_true_x32", label: "floor: 32 os/exec `bash -c true` at once, batch wall", unit: latency, n: p.n, warm: p.warm,
-			sample: func(ctx context.Context) (time.Duration, int64, error) {
-				d, err := timeBashTrueN(ctx, 32)
-				return d, 0, err
-			}},
-		{id: "floor_grpc_stream_64mib", label: "floor: bare gRPC server stream, 64 MiB in 64 KiB messages", unit: throughput, n: p.streamN, warm: 1, pids: []int{echoPid},
+		{id: id("floor_grpc_stream_64mib"), label: fmt.Sprintf("floor: bare gRPC server stream, 64 MiB in %d KiB messages", t.chunk>>10) + note, unit: throughput, n: p.streamN, warm: 1, pids: []int{echoPid},
 			sample: func(ctx context.Context) (time.Duration, int64, error) {
 				return floodOnce(ctx, echo, methodFlood)
 			}},
-		{id: "floor_exec_head_64mib", label: "reference: os/exec `head -c 64MiB /dev/zero`, stdout read through a pipe", unit: throughput, n: p.streamN, warm: 1,
-			sample: headOnce},
-		{id: refRead, label: "reference: bare gRPC ping-pong, the server reads the 1 KiB file and numbers its lines", unit: latency, n: p.n, warm: p.warm, pids: []int{echoPid},
+		{id: id("floor_exec_head_64mib"), label: "reference: os/exec `head -c 64MiB /dev/zero`, stdout read through a pipe" + note, unit: throughput, n: p.streamN, warm: 1,
+			sample: func(ctx context.Context) (time.Duration, int64, error) {
+				return headOnce(ctx, t)
+			}},
+		{id: id(refRead), label: "reference: bare gRPC ping-pong, the server reads the 1 KiB file and numbers its lines" + note, unit: latency, n: p.n, warm: p.warm, pids: []int{echoPid},
 			sample: func(context.Context) (time.Duration, int64, error) {
 				d, err := readFile.roundTrip()
 				return d, 0, err
 			}},
-		{id: refStream, label: "reference: bare gRPC stream of `head -c 64MiB /dev/zero`'s stdout, sent as read from the pipe", unit: throughput, n: p.streamN, warm: 1, pids: []int{echoPid},
+		{id: id(refStream), label: "reference: bare gRPC stream of `head -c 64MiB /dev/zero`'s stdout, sent as read from the pipe" + note, unit: throughput, n: p.streamN, warm: 1, pids: []int{echoPid},
 			sample: func(ctx context.Context) (time.Duration, int64, error) {
 				return floodOnce(ctx, echo, methodExecFlood)
 			}},
 	}
+	if t.tuned {
+		return figs
+	}
+	return append(figs,
+		&figure{id: "floor_exec_bash_true", label: "floor: os/exec `bash -c true`, output captured", unit: latency, n: p.n, warm: p.warm,
+			sample: func(ctx context.Context) (time.Duration, int64, error) {
+				d, err := timeBashTrue(ctx)
+				return d, 0, err
+			}},
+		&figure{id: "floor_exec_bash_true_x32", label: "floor: 32 os/exec `bash -c true` at once, batch wall", unit: latency, n: p.n, warm: p.warm,
+			sample: func(ctx context.Context) (time.Duration, int64, error) {
+				d, err := timeBashTrueN(ctx, 32)
+				return d, 0, err
+			}})
 }
 
 // toolsvcFigures returns the figures of one running toolsvc. The sessions
@@ -195,7 +209,7 @@ func toolsvcFigures(ctx context.Context, p plan, svc *toolsvcProc, root string, 
 
 // startupFigure measures process start to SERVING for fresh toolsvc
 // processes, each stopped again after its sample.
-func startupFigure(p plan, bin, sb string, w *workDir) (*figure, error) {
+func startupFigure(p plan, bin, sb string, w *workDir, grpcDefaults bool) (*figure, error) {
 	root, err := w.workspace("start-" + sb)
 	if err != nil {
 		return nil, err
@@ -203,7 +217,7 @@ func startupFigure(p plan, bin, sb string, w *workDir) (*figure, error) {
 	return &figure{id: "startup_serving/" + sb, label: "toolsvc process start to SERVING health (sandbox " + sb + ")",
 		sandbox: sb, unit: latency, n: p.startN, warm: 1,
 		sample: func(ctx context.Context) (time.Duration, int64, error) {
-			svc, took, err := startToolsvc(ctx, bin, sb, root, w)
+			svc, took, err := startToolsvc(ctx, bin, sb, root, w, grpcDefaults)
 			if err != nil {
 				return 0, 0, err
 			}
@@ -220,6 +234,10 @@ const (
 	refRead   = "ref_grpc_read_1kib"
 	refStream = "ref_grpc_exec_stream_64mib"
 )
+
+// tunedSuffix ends the id of a floor or reference measured over the tuned
+// transport.
+const tunedSuffix = "_tuned"
 
 // writeKiBFile writes the 1 KiB file the Read figure reads: 16 lines of 64
 // bytes.

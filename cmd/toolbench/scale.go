@@ -45,7 +45,7 @@ func runScale(ctx context.Context, o options, so scaleOptions, stdout, progress 
 	if err != nil {
 		return err
 	}
-	svc, _, err := startToolsvc(ctx, o.toolsvc, "landlock", root, w, "--max-sessions", strconv.Itoa(so.maxSession))
+	svc, _, err := startToolsvc(ctx, o.toolsvc, "landlock", root, w, o.grpcDefaults, "--max-sessions", strconv.Itoa(so.maxSession))
 	if err != nil {
 		return err
 	}

@@ -58,6 +58,7 @@ func call(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	connectTimeout := fs.Duration("connect-timeout", 10*time.Second, "how long to wait for a server to listen at --addr (one just started may need a moment)")
 	config := executorFlags(fs, true)
 	security := rpcauth.RegisterClientFlags(fs, "")
+	transport := rpcserver.RegisterTransportFlags(fs, "", "to the server")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: toolsvc call (--addr ADDR | --embedded) [flags] < tool_uses.json
 
@@ -137,6 +138,10 @@ Flags:
 		if err != nil {
 			return err
 		}
+		if err := transport.Validate(); err != nil {
+			return fmt.Errorf("--grpc-*: %w", err)
+		}
+		secure = append(secure, transport.DialOptions()...)
 		conn, err := grpc.NewClient(*addr, append(secure,
 			grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes), grpc.MaxCallSendMsgSize(rpcserver.MaxMessageBytes)))...)

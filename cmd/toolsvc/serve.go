@@ -29,6 +29,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	config := executorFlags(fs, false)
 	security := rpcauth.RegisterServerFlags(fs)
+	transport := rpcserver.RegisterTransportFlags(fs, "", "to a client")
 	var mcpConfigs listFlag
 	fs.Var(&mcpConfigs, "mcp-config", `MCP servers every session gets and cannot remove, as JSON or a file in Claude Code's shape ({"mcpServers": {...}}); ${VAR} is expanded from toolsvc's environment (repeatable)`)
 	fs.Usage = func() {
@@ -75,6 +76,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := transport.Validate(); err != nil {
+		return fmt.Errorf("--grpc-*: %w", err)
+	}
 	ex, err := execsvc.New(cfg)
 	if err != nil {
 		return err
@@ -94,7 +98,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		ex.Close()
 		return fmt.Errorf("--listen: %w", err)
 	}
-	srv := rpcserver.New(log, secure...)
+	srv := rpcserver.New(log, append(secure, transport.ServerOptions()...)...)
 	executorv1.RegisterExecutorServiceServer(srv.Server, execgrpc.NewServer(ex, log))
 	srv.Health.SetServingStatus(executorv1.ExecutorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	serveErr := make(chan error, 1)

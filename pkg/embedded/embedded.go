@@ -87,12 +87,12 @@ func Start(ctx context.Context, cfg Config) (*Executor, error) {
 		defer close(e.done)
 		_ = srv.Serve(lis)
 	}()
-	conn, err := grpc.NewClient("passthrough:///embedded",
+	conn, err := grpc.NewClient("passthrough:///embedded", append([]grpc.DialOption{
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcserver.MaxMessageBytes), grpc.MaxCallSendMsgSize(rpcserver.MaxMessageBytes)),
-	)
+	}, rpcserver.DefaultTransport.DialOptions()...)...)
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("connect to the embedded executor: %w", err)

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -183,6 +184,12 @@ type Request struct {
 	// Messages is the conversation; the last block of the newest message is
 	// a prompt-cache breakpoint.
 	Messages []Message
+	// Encoded, when not empty, holds EncodeMessage(Messages[i]) for each
+	// i < len(Encoded), so that a caller sending a growing conversation
+	// encodes each message once rather than on every request. The newest
+	// message is encoded anew whatever Encoded holds: it carries the
+	// cache breakpoint.
+	Encoded []json.RawMessage
 	// WebSearch, when set, offers the API's server-side web search tool
 	// (web_search_20250305) before Tools. The API runs the searches; the
 	// response carries server_tool_use and web_search_tool_result blocks,
@@ -199,6 +206,15 @@ type WebSearch struct {
 	// BlockedDomains never appear in results. The API takes one of the
 	// two lists, not both.
 	BlockedDomains []string
+}
+
+// EncodeMessage returns m as a request sends it, for Request.Encoded.
+func EncodeMessage(m Message) (json.RawMessage, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("model: encode %s message: %w", m.Role, err)
+	}
+	return raw, nil
 }
 
 // StopReason says why the model stopped.
@@ -399,6 +415,10 @@ func (c *Client) Stream(ctx context.Context, req Request, on func(Event)) (resp 
 	if err != nil {
 		return nil, err
 	}
+	raw, err := body(params, req)
+	if err != nil {
+		return nil, err
+	}
 	policy := &retryPolicy{max: c.cfg.RetryMaxDelay, exp: backoff.ExponentialBackOff{
 		InitialInterval:     c.cfg.RetryBaseDelay,
 		RandomizationFactor: 0.25,
@@ -408,7 +428,7 @@ func (c *Client) Stream(ctx context.Context, req Request, on func(Event)) (resp 
 	attempt := 0
 	resp, err = backoff.Retry(ctx, func() (*Response, error) {
 		attempt++
-		resp, progressed, err := c.streamOnce(ctx, params, on)
+		resp, progressed, err := c.streamOnce(ctx, params, raw, on)
 		policy.last = err
 		switch {
 		case err == nil:
@@ -535,14 +555,50 @@ func (c *Client) params(req Request) (anthropic.MessageNewParams, error) {
 		}
 		p.Tools = append(p.Tools, param.Override[anthropic.ToolUnionParam](json.RawMessage(raw)))
 	}
-	for _, m := range withCacheBreakpoint(req.Messages) {
-		raw, err := json.Marshal(m)
-		if err != nil {
-			return p, fmt.Errorf("model: encode %s message: %w", m.Role, err)
-		}
-		p.Messages = append(p.Messages, param.Override[anthropic.MessageParam](json.RawMessage(raw)))
-	}
 	return p, nil
+}
+
+// body is the JSON of the request to send: p's fields, "stream": true
+// first (the SDK sets it, and finds it at once there), and the messages,
+// each taken from req.Encoded when it is there. The SDK would encode the
+// whole conversation again on every request; this copies the encoded
+// messages into place.
+func body(p anthropic.MessageNewParams, req Request) ([]byte, error) {
+	p.Messages = nil
+	head, err := p.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("model: encode request: %w", err)
+	}
+	head = bytes.TrimSpace(head)
+	if len(head) < 2 || head[0] != '{' || head[len(head)-1] != '}' {
+		return nil, fmt.Errorf("model: request encoded as %.40q, not an object", head)
+	}
+	inner := bytes.TrimSpace(head[1 : len(head)-1])
+	msgs := withCacheBreakpoint(req.Messages)
+	raws := make([]json.RawMessage, len(msgs))
+	size := len(inner) + 64
+	for i, m := range msgs {
+		if i < len(req.Encoded) && i < len(msgs)-1 {
+			raws[i] = req.Encoded[i]
+		} else if raws[i], err = EncodeMessage(m); err != nil {
+			return nil, err
+		}
+		size += len(raws[i]) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"stream":true,`...)
+	if len(inner) > 0 {
+		b = append(b, inner...)
+		b = append(b, ',')
+	}
+	b = append(b, `"messages":[`...)
+	for i, raw := range raws {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, raw...)
+	}
+	return append(b, "]}"...), nil
 }
 
 // streamOnce sends the request once and streams its response. The SDK's
@@ -552,13 +608,16 @@ func (c *Client) params(req Request) (anthropic.MessageNewParams, error) {
 // while the model goes on), and Response keeps only the blocks that
 // arrived complete, so that a stream cut mid-message leaves a response
 // whose every block can be kept.
-func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, on func(Event)) (resp *Response, progressed bool, err error) {
+//
+// The request sent is body; params, which lacks the messages, is for the
+// SDK's own bookkeeping (its span's attributes).
+func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, body []byte, on func(Event)) (resp *Response, progressed bool, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(c.cfg.StreamIdleTimeout, func() { cancel(errIdle) })
 	defer idle.Stop()
 
-	stream := c.sdk.Messages.NewStreaming(ctx, params)
+	stream := c.sdk.Messages.NewStreaming(ctx, params, option.WithRequestBody("application/json", body))
 	defer stream.Close()
 
 	resp = &Response{}

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -43,6 +44,9 @@ type Session struct {
 
 	mu       sync.Mutex // guards the fields below
 	messages []model.Message
+	// encoded holds model.EncodeMessage of messages[i] for i <
+	// len(encoded), made once for all the requests that send them.
+	encoded  []encodedMessage
 	nturns   int
 	usage    model.Usage
 	busy     bool
@@ -386,10 +390,51 @@ func (s *Session) addMessage(m model.Message, messageID string) error {
 	return nil
 }
 
-func (s *Session) snapshot() []model.Message {
+// encodedMessage is a message's encoding and what it was made from: the
+// message's role and content slice. A message is never changed in place
+// (joining makes a new content slice; a rewind cuts the list, and the
+// messages after it are new), so an encoding whose source is the same
+// slice is the message's; the pointer keeps that slice alive, so its
+// address is never another's.
+type encodedMessage struct {
+	role  model.Role
+	first *model.Block
+	n     int
+	raw   json.RawMessage
+}
+
+// of reports whether e is the encoding of m.
+func (e encodedMessage) of(m model.Message) bool {
+	return len(m.Content) > 0 && e.role == m.Role && e.n == len(m.Content) && e.first == &m.Content[0]
+}
+
+// snapshot returns a copy of the messages and the encodings of all but the
+// newest, encoding those it has no encoding of: new ones, and any that
+// replaced others (a rewind, a join).
+func (s *Session) snapshot() ([]model.Message, []json.RawMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]model.Message(nil), s.messages...)
+	n := max(len(s.messages)-1, 0)
+	raws := make([]json.RawMessage, n)
+	for i, m := range s.messages[:n] {
+		if i < len(s.encoded) && s.encoded[i].of(m) {
+			raws[i] = s.encoded[i].raw
+			continue
+		}
+		raw, err := model.EncodeMessage(m)
+		if err != nil {
+			return nil, nil, err
+		}
+		// Kept at the message's index (those after it are re-checked
+		// as they come); one without content is never matched again.
+		e := encodedMessage{role: m.Role, n: len(m.Content), raw: raw}
+		if len(m.Content) > 0 {
+			e.first = &m.Content[0]
+		}
+		s.encoded = append(s.encoded[:min(i, len(s.encoded))], e)
+		raws[i] = raw
+	}
+	return append([]model.Message(nil), s.messages...), raws, nil
 }
 
 func (s *Session) takeNotes() []string {

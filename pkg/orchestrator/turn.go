@@ -199,13 +199,18 @@ func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Too
 	s.calls = cs
 	s.mu.Unlock()
 
+	msgs, encoded, err := s.snapshot()
+	if err != nil {
+		return nil, cs, err
+	}
 	req := model.Request{
 		Model:          s.cfg.Model,
 		MaxTokens:      s.cfg.MaxTokens,
 		ThinkingBudget: s.cfg.ThinkingBudget,
 		System:         s.systemPrompt(),
 		Tools:          tools,
-		Messages:       s.snapshot(),
+		Messages:       msgs,
+		Encoded:        encoded,
 		WebSearch:      s.o.cfg.WebSearch,
 	}
 	mcpOffered := map[string]bool{}

@@ -50,8 +50,10 @@ type Server struct {
 	Health *health.Server
 }
 
-// New returns a Server with toolwire's interceptors and limits. Extra
-// options (credentials, stats handlers, auth) are appended.
+// New returns a Server with toolwire's interceptors and limits, and
+// DefaultTransport's windows and buffers. Extra options (credentials, stats
+// handlers, auth, another Transport's ServerOptions) are appended, and
+// override those.
 //
 // Every RPC but health checks gets an OpenTelemetry server span (and the
 // rpc.server.* metrics) from the global tracer and meter providers, its
@@ -85,6 +87,7 @@ func New(log *slog.Logger, extra ...grpc.ServerOption) *Server {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	}
+	opts = append(opts, DefaultTransport.ServerOptions()...)
 	s := &Server{Server: grpc.NewServer(append(opts, extra...)...), Health: health.NewServer()}
 	healthpb.RegisterHealthServer(s.Server, s.Health)
 	reflection.Register(s.Server)

@@ -751,6 +751,34 @@ func TestDirectOpen(t *testing.T) {
 		if direct != tt.direct {
 			t.Errorf("%s: direct path %v, want %v (err %v)", tt.name, direct, tt.direct, err)
 		}
+		// ReadSmall decides what the direct path decides for a regular
+		// file, and leaves the rest to Open.
+		data, sfi, small, serr := ws.ReadSmall(p, 1<<20)
+		if wantSmall := tt.direct && tt.name != "a"; small != wantSmall {
+			t.Errorf("ReadSmall(%s) decided %v, want %v (err %v)", tt.name, small, wantSmall, serr)
+		}
+		switch {
+		case !small:
+		case tt.check != nil:
+			if !tt.check(serr) {
+				t.Errorf("ReadSmall(%s) = %v, want a refusal", tt.name, serr)
+			}
+		case serr != nil || string(data) != tt.want:
+			t.Errorf("ReadSmall(%s) = %q, %v; want %q", tt.name, data, serr, tt.want)
+		default:
+			ofi, err := os.Stat(filepath.Join(real, tt.name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sfi.Size() != ofi.Size() || sfi.Mode() != ofi.Mode() || !sfi.ModTime().Equal(ofi.ModTime()) ||
+				sfi.Name() != ofi.Name() || sfi.IsDir() || sfi.Sys().(*syscall.Stat_t).Ino != ofi.Sys().(*syscall.Stat_t).Ino {
+				t.Errorf("ReadSmall(%s) info %v %v %v %v, want %v %v %v %v", tt.name, sfi.Name(), sfi.Size(), sfi.Mode(), sfi.ModTime(),
+					ofi.Name(), ofi.Size(), ofi.Mode(), ofi.ModTime())
+			}
+			if _, _, ok, _ := ws.ReadSmall(p, int64(len(tt.want))-1); ok {
+				t.Errorf("ReadSmall(%s) decided for a file over its limit", tt.name)
+			}
+		}
 		// Open, whichever path it takes, gives the same answer.
 		f, fi, err := ws.Open(p)
 		switch {

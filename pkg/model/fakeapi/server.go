@@ -106,8 +106,10 @@ type Server struct {
 	script   []Responder
 	fallback Responder
 	requests []*Request
-	errs     []error
-	arrived  chan struct{} // closed and replaced on every request
+	// forgotten counts the requests dropped by Forget.
+	forgotten int
+	errs      []error
+	arrived   chan struct{} // closed and replaced on every request
 }
 
 // Start starts a server on 127.0.0.1 with an empty script.
@@ -189,6 +191,17 @@ func (s *Server) Requests() []*Request {
 	return out
 }
 
+// Forget drops the requests recorded so far, so that a long run (a
+// benchmark of hundreds of turns) does not keep every body it was sent.
+// Requests then returns only the requests that arrive later; Index and
+// WaitRequests go on counting from where they were.
+func (s *Server) Forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forgotten += len(s.requests)
+	s.requests = nil
+}
+
 // Remaining returns how many scripted replies are still unused.
 func (s *Server) Remaining() int {
 	s.mu.Lock()
@@ -208,7 +221,7 @@ func (s *Server) Errors() []error {
 func (s *Server) WaitRequests(ctx context.Context, n int) ([]*Request, error) {
 	for {
 		s.mu.Lock()
-		count, arrived := len(s.requests), s.arrived
+		count, arrived := s.forgotten+len(s.requests), s.arrived
 		s.mu.Unlock()
 		if count >= n {
 			return s.Requests(), nil
@@ -267,7 +280,7 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	}
 
 	s.mu.Lock()
-	req.Index = len(s.requests)
+	req.Index = s.forgotten + len(s.requests)
 	s.requests = append(s.requests, req)
 	close(s.arrived)
 	s.arrived = make(chan struct{})

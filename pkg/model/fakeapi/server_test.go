@@ -66,3 +66,22 @@ func TestErrorReplyAndExhaustedScript(t *testing.T) {
 		t.Fatalf("errors = %v", errs)
 	}
 }
+
+func TestForget(t *testing.T) {
+	s := fakeapi.New(t, fakeapi.EndTurn(fakeapi.Text("one")), fakeapi.EndTurn(fakeapi.Text("two")), fakeapi.EndTurn(fakeapi.Text("three")))
+	body := `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}],"stream":true}`
+	post(t, s.URL, body).Body.Close()
+	post(t, s.URL, body).Body.Close()
+	s.Forget()
+	if got := s.Requests(); len(got) != 0 {
+		t.Fatalf("%d requests after Forget", len(got))
+	}
+	post(t, s.URL, body).Body.Close()
+	got, err := s.WaitRequests(t.Context(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Index != 2 {
+		t.Errorf("after Forget: %d requests, first index %d; want one, index 2", len(got), got[0].Index)
+	}
+}

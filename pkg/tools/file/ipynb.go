@@ -41,7 +41,7 @@ func (r *Read) readNotebook(ctx context.Context, env *tool.Env, p workspace.Path
 		if _, serr := f.Seek(0, io.SeekStart); serr != nil {
 			return tool.Error(fmt.Sprintf("Could not read %s: %v", p.Abs, serr))
 		}
-		res := r.readText(ctx, env, p, f, fi, in)
+		res := r.readText(ctx, env, p, f, nil, fi, in)
 		if !res.IsError && len(res.Content) > 0 {
 			res.Content[0].Text = fmt.Sprintf("<system-reminder>This .ipynb file is not a notebook NotebookEdit can change (%v); it is shown as plain text.</system-reminder>\n", err) + res.Content[0].Text
 		}

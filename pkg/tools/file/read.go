@@ -88,6 +88,23 @@ func (r *Read) Run(ctx context.Context, env *tool.Env, call *tool.Call) *tool.Re
 	if err != nil {
 		return failed(err)
 	}
+	switch ext := extension(p.Abs); {
+	case ext == "pdf", ext == "ipynb", imageTypes[ext] != "":
+	default:
+		// A text file small enough to keep whole: read it in one go. One
+		// too large to read without a range is left to Open, to refuse.
+		limit := int64(maxTrackedBytes)
+		if in.Offset <= 1 && in.Limit <= 0 {
+			limit = min(limit, env.Limits.WithDefaults().MaxReadBytes)
+		}
+		data, fi, ok, err := env.Files.ReadSmall(p, limit)
+		switch {
+		case ok && err != nil:
+			return failed(asToolError(err))
+		case ok:
+			return r.readText(ctx, env, p, nil, data, fi, in)
+		}
+	}
 	f, fi, err := env.Files.Open(p)
 	switch {
 	case notExist(err):
@@ -107,10 +124,12 @@ func (r *Read) Run(ctx context.Context, env *tool.Env, call *tool.Call) *tool.Re
 	case imageTypes[ext] != "":
 		return readImage(env, p, f, fi, imageTypes[ext])
 	}
-	return r.readText(ctx, env, p, f, fi, in)
+	return r.readText(ctx, env, p, f, nil, fi, in)
 }
 
-func (r *Read) readText(ctx context.Context, env *tool.Env, p workspace.Path, f *os.File, fi fs.FileInfo, in readInput) *tool.Result {
+// readText reads a text file from f, or from data when the file was read
+// whole already (f is then nil).
+func (r *Read) readText(ctx context.Context, env *tool.Env, p workspace.Path, f *os.File, data []byte, fi fs.FileInfo, in readInput) *tool.Result {
 	offset, limit := max(int(in.Offset), 1), max(int(in.Limit), 0)
 	maxBytes := env.Limits.WithDefaults().MaxReadBytes
 	if offset == 1 && limit == 0 && fi.Size() > maxBytes {
@@ -126,9 +145,11 @@ func (r *Read) readText(ctx context.Context, env *tool.Env, p workspace.Path, f 
 		tracked = fi.Size() <= maxTrackedBytes
 	)
 	if tracked {
-		data, err := workspace.ReadAll(f, fi.Size(), maxTrackedBytes)
-		if err != nil {
-			return tool.Error(fmt.Sprintf("Could not read %s: %v", p.Abs, err))
+		if data == nil {
+			var err error
+			if data, err = workspace.ReadAll(f, fi.Size(), maxTrackedBytes); err != nil {
+				return tool.Error(fmt.Sprintf("Could not read %s: %v", p.Abs, err))
+			}
 		}
 		content, head = string(data), data[:min(len(data), binarySniffBytes)]
 		src = &stringLines{rest: content}

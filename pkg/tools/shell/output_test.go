@@ -3,6 +3,8 @@ package shell
 import (
 	"bytes"
 	"errors"
+	"io"
+	"math/rand/v2"
 	"os"
 	"testing"
 )
@@ -82,5 +84,89 @@ func TestProgressWithoutFile(t *testing.T) {
 	}
 	if got != 4*readChunk || dropped != 0 {
 		t.Errorf("progress carried %d bytes and dropped %d of %d, want all of it (within %d bytes of memory)", got, dropped, 4*readChunk, memory/2)
+	}
+}
+
+// patternReader yields size bytes, byte i being i%251, in reads of sizes
+// that vary from 1 byte to the whole buffer.
+type patternReader struct {
+	off, size int
+	rng       *rand.Rand
+}
+
+func (r *patternReader) Read(p []byte) (int, error) {
+	if r.off >= r.size {
+		return 0, io.EOF
+	}
+	n := min(len(p), r.size-r.off)
+	if r.rng.IntN(3) > 0 {
+		n = 1 + r.rng.IntN(n)
+	}
+	for i := range n {
+		p[i] = byte((r.off + i) % 251)
+	}
+	r.off += n
+	return n, nil
+}
+
+// TestProgressKeepsPipeReads reads output through readFrom while progress
+// takes it, keeping the slices progress got (which may be the pipe reads
+// themselves): every byte arrives once, in order, and none is overwritten
+// by a later read; the file holds the whole output.
+func TestProgressKeepsPipeReads(t *testing.T) {
+	for seed := range uint64(8) {
+		const size = 8 << 20
+		f, err := os.CreateTemp(t.TempDir(), "out")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newCapture(64<<20, 100<<10, func() (*os.File, error) { return f, nil })
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.readFrom(&patternReader{size: size, rng: rand.New(rand.NewPCG(seed, 1))})
+		}()
+		var got [][]byte
+		var n, dropped uint64
+		take := func() bool {
+			out, d, _, _ := c.next(progressChunk)
+			got, n, dropped = append(got, out), n+uint64(len(out)), dropped+d
+			return len(out) > 0 || d > 0
+		}
+		for running := true; running; {
+			select {
+			case <-done:
+				running = false
+			default:
+				take()
+			}
+		}
+		for take() {
+		}
+		if n != size || dropped != 0 {
+			t.Fatalf("seed %d: progress got %d bytes, %d dropped, want %d", seed, n, dropped, size)
+		}
+		off := 0
+		for _, b := range got {
+			for i, v := range b {
+				if v != byte((off+i)%251) {
+					t.Fatalf("seed %d: byte %d is %d, want %d (overwritten after it was handed on?)", seed, off+i, v, (off+i)%251)
+				}
+			}
+			off += len(b)
+		}
+		data, err := os.ReadFile(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range data {
+			if v != byte(i%251) {
+				t.Fatalf("seed %d: file byte %d is %d", seed, i, v)
+			}
+		}
+		if len(data) != size {
+			t.Fatalf("seed %d: file holds %d bytes", seed, len(data))
+		}
+		c.closeFile()
 	}
 }
