@@ -114,7 +114,7 @@ const (
 		"the present continuous form shown while the task is in progress. New tasks are pending."
 	descGet = "Get one task of the task list by its id: subject, status, description and the tasks " +
 		"it blocks or is blocked by."
-	descList = "List the tasks of the task list with their id, status, owner and open blockers."
+	descList   = "List the tasks of the task list with their id, status, owner and open blockers."
 	descUpdate = "Update a task of the task list: its status (pending, in_progress, completed, or " +
 		"deleted to remove it), subject, description, activeForm, owner or metadata, and the tasks it " +
 		"blocks (addBlocks) or is blocked by (addBlockedBy). Mark a task in_progress before you start " +
