@@ -125,6 +125,8 @@ func (p *printer) follow(ctx context.Context, sub *orchestrator.Subscription) {
 				"task_id": n.TaskID, "tool_use_id": n.ToolUseID, "status": n.Status,
 				"output_file": n.OutputPath, "summary": n.Summary,
 			})
+		case orchestrator.EventTasks:
+			p.emit(obj{"type": "system", "subtype": "tasks", "session_id": p.sess.ID(), "tasks": ev.Tasks})
 		case orchestrator.EventTurnComplete:
 			return
 		}
@@ -133,9 +135,14 @@ func (p *printer) follow(ctx context.Context, sub *orchestrator.Subscription) {
 
 func (p *printer) message(ev orchestrator.Event) {
 	m := ev.Message
+	// A subagent's messages name the Agent call that runs it.
+	var parent any
+	if ev.ParentToolUseID != "" {
+		parent = ev.ParentToolUseID
+	}
 	switch m.Role {
 	case model.RoleAssistant:
-		p.emit(obj{"type": "assistant", "session_id": p.sess.ID(), "message": obj{
+		p.emit(obj{"type": "assistant", "session_id": p.sess.ID(), "parent_tool_use_id": parent, "message": obj{
 			"id": ev.MessageID, "type": "message", "role": "assistant", "content": m.Content,
 		}})
 		if t := strings.TrimSpace(m.Text()); t != "" && len(m.ToolUses()) > 0 {
@@ -145,7 +152,7 @@ func (p *printer) message(ev orchestrator.Event) {
 	case model.RoleUser:
 		for _, b := range m.Content {
 			if b.Type == model.BlockToolResult {
-				p.emit(obj{"type": "user", "session_id": p.sess.ID(), "message": obj{"role": "user", "content": m.Content}})
+				p.emit(obj{"type": "user", "session_id": p.sess.ID(), "parent_tool_use_id": parent, "message": obj{"role": "user", "content": m.Content}})
 				return
 			}
 		}
@@ -284,7 +291,7 @@ func callLabel(name, inputJSON string) string {
 	var in map[string]any
 	_ = json.Unmarshal([]byte(inputJSON), &in)
 	arg := ""
-	for _, k := range []string{"command", "file_path", "notebook_path", "pattern", "path", "task_id", "bash_id", "shell_id"} {
+	for _, k := range []string{"command", "file_path", "notebook_path", "pattern", "path", "task_id", "bash_id", "shell_id", "description", "subject", "taskId"} {
 		if v, ok := in[k].(string); ok && v != "" {
 			arg = v
 			break

@@ -100,8 +100,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 			Model: client.Model(), MaxTokens: c.maxTokens, MaxTurns: c.maxTurns,
 			ThinkingBudget: c.thinkingBudget, Settings: settings,
 		},
-		ClientVersion: version,
-		Logger:        log,
+		ClientVersion:   version,
+		Logger:          log,
+		Agents:          loadAgents(userConfigDir(getenv), "", log),
+		SubagentsOnPool: c.subagentsOnPool,
 	})
 	if err != nil {
 		return err

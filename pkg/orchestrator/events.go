@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/tasklist"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
@@ -38,6 +39,8 @@ const (
 	EventError
 	// EventTurnComplete: the turn ended (Turn).
 	EventTurnComplete
+	// EventTasks: the task list changed (Tasks).
+	EventTasks
 )
 
 // ToolUse is a tool_use block as the model produced it.
@@ -72,6 +75,9 @@ type Event struct {
 	Kind EventKind
 	// MessageID is the assistant message's id ("msg_..."), where known.
 	MessageID string
+	// ParentToolUseID is set on the events of a subagent (its messages,
+	// calls and results): the id of the Agent call that runs it.
+	ParentToolUseID string
 	// Text is a piece of assistant text (EventText).
 	Text string
 	// ToolUse is a complete tool_use block (EventToolUse).
@@ -96,6 +102,8 @@ type Event struct {
 	Error *ErrorInfo
 	// Turn sums up the finished turn (EventTurnComplete).
 	Turn *TurnResult
+	// Tasks is the whole task list after a change (EventTasks).
+	Tasks []tasklist.Task
 }
 
 // eventLog holds a session's recent events for any number of readers. The

@@ -103,7 +103,7 @@ func (s *Session) open(ctx context.Context, addr string) error {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrExecutorUnavailable, err)
 		}
-		s.tools = toolPool(defs, s.cfg.AllowedTools, s.cfg.DisallowedTools)
+		s.tools = toolPool(append(defs, localTools(s.o.agents)...), s.cfg.AllowedTools, s.cfg.DisallowedTools)
 	}
 	req := execapi.OpenRequest{
 		SessionID:     s.id,
@@ -113,7 +113,9 @@ func (s *Session) open(ctx context.Context, addr string) error {
 		Tools:         make([]string, 0, len(s.tools)),
 	}
 	for _, t := range s.tools {
-		req.Tools = append(req.Tools, t.Name)
+		if !isLocal(t.Name) { // the orchestrator runs those
+			req.Tools = append(req.Tools, t.Name)
+		}
 	}
 	if s.cfg.Settings != nil {
 		req.Settings = *s.cfg.Settings
@@ -192,21 +194,31 @@ func (s *Session) systemPrompt() string {
 // Events of calls the current turn does not wait for (replays, calls of a
 // turn that ended) are not relayed.
 func (s *Session) handleExec(l execapi.Link, ev execapi.Event) {
-	s.mu.Lock()
-	cs := s.calls
-	s.mu.Unlock()
+	cs, parent := s.route(ev)
+	s.dispatch(l, ev, cs, parent)
+}
+
+// dispatch handles an executor event for the calls cs, which belong to
+// the subagent of Agent call parent, or to the conversation ("").
+func (s *Session) dispatch(l execapi.Link, ev execapi.Event, cs *callSet, parent string) {
+	announce := s.publishResult
+	if parent != "" {
+		announce = func(r *execapi.CallResult) {
+			s.publish(Event{Kind: EventToolResult, Result: r, ParentToolUseID: parent})
+		}
+	}
 	switch {
 	case ev.Result != nil:
 		if cs != nil {
-			cs.deliver(ev.Result, s.publishResult)
+			cs.deliver(ev.Result, announce)
 		}
 	case ev.Started != nil:
 		if cs.has(ev.Started.ToolUseID) {
-			s.publish(Event{Kind: EventToolStarted, Started: ev.Started})
+			s.publish(Event{Kind: EventToolStarted, Started: ev.Started, ParentToolUseID: parent})
 		}
 	case ev.Progress != nil:
 		if cs.has(ev.Progress.ToolUseID) {
-			s.publish(Event{Kind: EventProgress, Progress: ev.Progress})
+			s.publish(Event{Kind: EventProgress, Progress: ev.Progress, ParentToolUseID: parent})
 		}
 	case ev.PermissionRequest != nil:
 		s.permission(l, cs, ev.PermissionRequest)

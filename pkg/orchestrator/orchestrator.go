@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/agents"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 )
 
@@ -19,8 +20,9 @@ import (
 // finds them again (in memory, or in the store after a restart) and closes
 // them.
 type Orchestrator struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	agents *agents.Set // the subagent types
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -59,7 +61,7 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	cfg.Logger = log
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Orchestrator{cfg: cfg, log: log, ctx: ctx, cancel: cancel, sessions: map[string]*Session{}}, nil
+	return &Orchestrator{cfg: cfg, log: log, agents: agents.NewSet(cfg.Agents), ctx: ctx, cancel: cancel, sessions: map[string]*Session{}}, nil
 }
 
 // newSessionID returns a fresh random session id.
@@ -150,6 +152,9 @@ func (o *Orchestrator) Session(ctx context.Context, id string) (*Session, error)
 	// restart are aborted when it connects: the link takes the executor's
 	// session over (see Executor.Open).
 	s.messages, s.nturns, s.usage = t.Messages, t.Turns, t.Usage
+	if s.tasks, err = restoreTasks(t.Tasks); err != nil {
+		return nil, fmt.Errorf("session %s: task list: %w", id, err)
+	}
 	if err := s.repair(); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/tasklist"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 )
 
@@ -42,6 +43,9 @@ type Session struct {
 	release  func()   // frees the session's place on a pooled executor; may be nil
 	notes    []string // task notifications not yet told to the model
 	closed   bool
+
+	tasks  *tasklist.Tasks // the task list (TaskCreate, ...)
+	agents agentRegistry   // running subagents
 }
 
 func newSession(o *Orchestrator, id string, cfg SessionConfig, created time.Time) *Session {
@@ -51,6 +55,7 @@ func newSession(o *Orchestrator, id string, cfg SessionConfig, created time.Time
 		log:    o.log.With("session_id", id),
 		events: newEventLog(o.cfg.EventBacklog),
 		ctx:    ctx, cancel: cancel,
+		tasks: tasklist.New(),
 	}
 }
 
@@ -247,9 +252,7 @@ func (s *Session) Decide(d execapi.PermissionDecision) error {
 	if d.ToolUseID == "" {
 		return fmt.Errorf("%w: permission decision without a tool_use id", ErrInvalid)
 	}
-	s.linkMu.Lock()
-	l := s.link
-	s.linkMu.Unlock()
+	l := s.linkFor(d.ToolUseID)
 	if l == nil {
 		return fmt.Errorf("session %s: %w", s.id, ErrExecutorUnavailable)
 	}

@@ -21,6 +21,7 @@ const (
 	KindTurn    = "turn"    // a finished turn
 	KindPlaced  = "placed"  // the session moved to another executor of its pool
 	KindConfig  = "config"  // the session's configuration changed
+	KindTasks   = "tasks"   // the conversation's task list after a change
 )
 
 // Record is one line of a transcript file.
@@ -39,6 +40,9 @@ type Record struct {
 	Turn *Turn `json:"turn,omitempty"`
 	// Executor is the one the session runs on from a placed record on.
 	Executor string `json:"executor,omitempty"`
+	// Tasks is the whole task list, in a tasks record (the orchestrator's
+	// encoding; the store keeps it as it is).
+	Tasks json.RawMessage `json:"tasks,omitempty"`
 }
 
 // Turn is the record of a finished turn.
@@ -59,6 +63,8 @@ type Transcript struct {
 	// Turns counts the finished turns; Usage sums their tokens.
 	Turns int
 	Usage model.Usage
+	// Tasks is the task list of the latest tasks record, if any.
+	Tasks json.RawMessage
 }
 
 // Load reads a session's transcript. Consecutive user messages (written
@@ -121,6 +127,8 @@ func (st *Store) Load(id string) (*Transcript, error) {
 			if rec.Config != nil {
 				t.Config = *rec.Config
 			}
+		case KindTasks:
+			t.Tasks = rec.Tasks
 		case KindTurn:
 			t.Turns++
 			if rec.Turn != nil {
