@@ -149,9 +149,15 @@ func TestHeadlessTaskListAcrossResume(t *testing.T) {
 		),
 		fakeapi.EndTurn(fakeapi.Text("Still planned.")),
 	)
-	r = runCLI(t, fake, "-p", "where are we?", "--resume", res.SessionID, "--root", root, "--sessions-dir", sessions)
+	// Rules name the orchestrator's tools like the executor's; a bare
+	// disallowed name hides the tool.
+	r = runCLI(t, fake, "-p", "where are we?", "--resume", res.SessionID, "--root", root, "--sessions-dir", sessions,
+		"--allowedTools", "TaskList,TaskCreate", "--disallowedTools", "Agent")
 	if r.code != 0 {
 		t.Fatalf("resume: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if offered := toolNames(fake.Requests()[n]); slices.Contains(offered, "Agent") || !slices.Contains(offered, "TaskList") {
+		t.Fatalf("offered after --disallowedTools Agent: %v", offered)
 	}
 	after, _ := toolResultsOf(fake.Requests()[n+1])
 	want = map[string]string{
