@@ -987,9 +987,13 @@ type ConverseResponse struct {
 	//	*ConverseResponse_TurnComplete
 	//	*ConverseResponse_Error
 	//	*ConverseResponse_Retry
-	Event         isConverseResponse_Event `protobuf_oneof:"event"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Event isConverseResponse_Event `protobuf_oneof:"event"`
+	// Set on the events of a subagent (its tool_use, progress, result,
+	// permission request and retry events): the id of the Agent call that
+	// runs it. Empty for the conversation's own events.
+	ParentToolUseId string `protobuf:"bytes,11,opt,name=parent_tool_use_id,json=parentToolUseId,proto3" json:"parent_tool_use_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ConverseResponse) Reset() {
@@ -1115,6 +1119,13 @@ func (x *ConverseResponse) GetRetry() *Retry {
 		}
 	}
 	return nil
+}
+
+func (x *ConverseResponse) GetParentToolUseId() string {
+	if x != nil {
+		return x.ParentToolUseId
+	}
+	return ""
 }
 
 type isConverseResponse_Event interface {
@@ -1726,7 +1737,7 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\vUserMessage\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"#\n" +
 	"\tInterrupt\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xab\x05\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xd8\x05\n" +
 	"\x10ConverseResponse\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12@\n" +
 	"\battached\x18\x02 \x01(\v2\".toolwire.orchestrator.v1.AttachedH\x00R\battached\x12D\n" +
@@ -1740,7 +1751,8 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\rturn_complete\x18\b \x01(\v2&.toolwire.orchestrator.v1.TurnCompleteH\x00R\fturnComplete\x127\n" +
 	"\x05error\x18\t \x01(\v2\x1f.toolwire.orchestrator.v1.ErrorH\x00R\x05error\x127\n" +
 	"\x05retry\x18\n" +
-	" \x01(\v2\x1f.toolwire.orchestrator.v1.RetryH\x00R\x05retryB\a\n" +
+	" \x01(\v2\x1f.toolwire.orchestrator.v1.RetryH\x00R\x05retry\x12+\n" +
+	"\x12parent_tool_use_id\x18\v \x01(\tR\x0fparentToolUseIdB\a\n" +
 	"\x05event\"G\n" +
 	"\bAttached\x12;\n" +
 	"\asession\x18\x01 \x01(\v2!.toolwire.orchestrator.v1.SessionR\asession\">\n" +
