@@ -291,7 +291,7 @@ func callLabel(name, inputJSON string) string {
 	var in map[string]any
 	_ = json.Unmarshal([]byte(inputJSON), &in)
 	arg := ""
-	for _, k := range []string{"command", "file_path", "notebook_path", "pattern", "path", "task_id", "bash_id", "shell_id", "description", "subject", "taskId"} {
+	for _, k := range []string{"command", "file_path", "notebook_path", "pattern", "path", "task_id", "bash_id", "shell_id", "subject", "description", "taskId"} {
 		if v, ok := in[k].(string); ok && v != "" {
 			arg = v
 			break
