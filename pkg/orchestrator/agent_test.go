@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/settings"
 )
 
 // subagentReply answers the conversation's requests with main and its
@@ -197,7 +199,8 @@ func TestLocalToolsFollowToolLists(t *testing.T) {
 			return fakeapi.EndTurn(fakeapi.Text("done"))
 		},
 		func(r *fakeapi.Request) fakeapi.Reply { return fakeapi.EndTurn(fakeapi.Text("hi")) }))
-	s := h.session(orchestrator.SessionConfig{DisallowedTools: []string{"TaskCreate"}})
+	s := h.session(orchestrator.SessionConfig{DisallowedTools: []string{"TaskCreate"},
+		Settings: &settings.Settings{Permissions: settings.Permissions{Deny: []string{"TaskUpdate", "TaskGet(1)"}}}})
 	if res := h.run(s, "go"); res.StopReason != orchestrator.StopEndTurn {
 		t.Fatalf("turn = %+v", res)
 	}
@@ -205,8 +208,9 @@ func TestLocalToolsFollowToolLists(t *testing.T) {
 	for _, tl := range h.fake.Requests()[0].Body.Tools {
 		offered = append(offered, tl.Name)
 	}
-	if strings.Contains(strings.Join(offered, ","), "TaskCreate") || !strings.Contains(strings.Join(offered, ","), "TaskList") {
-		t.Fatalf("offered %v", offered)
+	if slices.Contains(offered, "TaskCreate") || slices.Contains(offered, "TaskUpdate") ||
+		!slices.Contains(offered, "TaskList") || !slices.Contains(offered, "TaskGet") {
+		t.Fatalf("offered %v: want neither TaskCreate (disallowed) nor TaskUpdate (denied whole), but TaskList and TaskGet", offered)
 	}
 	msgs := s.Messages()
 	checkValid(t, msgs)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
@@ -103,7 +104,7 @@ func (s *Session) open(ctx context.Context, addr string) error {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrExecutorUnavailable, err)
 		}
-		s.tools = toolPool(append(defs, localTools(s.o.agents)...), s.cfg.AllowedTools, s.cfg.DisallowedTools)
+		s.tools = toolPool(append(defs, localTools(s.o.agents)...), s.cfg.AllowedTools, slices.Concat(s.cfg.DisallowedTools, s.deniedLocal()))
 	}
 	req := execapi.OpenRequest{
 		SessionID:     s.id,

@@ -11,6 +11,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/orchestrator/agents"
 	"github.com/toolwire/toolwire/pkg/orchestrator/tasklist"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
+	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/schema"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
@@ -40,6 +41,23 @@ func localTools(set *agents.Set) []execapi.ToolInfo {
 			InputSchema: json.RawMessage(agents.InputSchema), Concurrency: tool.ConcurrencyAlways},
 		Aliases: []string{agents.TaskAlias},
 	})
+}
+
+// deniedLocal returns the local tools a deny rule of the session's
+// settings names whole ("Agent", not "Agent(x)"): the executor, which
+// applies the rules to its own tools, never sees their calls, so they are
+// not offered at all, as Claude Code leaves out a tool denied whole.
+func (s *Session) deniedLocal() []string {
+	if s.cfg.Settings == nil {
+		return nil
+	}
+	var out []string
+	for _, text := range s.cfg.Settings.Permissions.Deny {
+		if r, err := permission.ParseRule(text); err == nil && r.Specifier == "" && isLocal(r.Tool) {
+			out = append(out, canonicalLocal(r.Tool))
+		}
+	}
+	return out
 }
 
 // isLocal reports whether the orchestrator runs the tool name itself.
