@@ -251,7 +251,7 @@ func TestHeadlessAgentRunsARead(t *testing.T) {
 	}
 	// stream-json: the subagent's assistant message with the Read, and its
 	// result, carry the Agent call's id; the conversation's carry null.
-	var subUses, subResults, mainLines int
+	var subUses, subResults, subPrompts, mainLines int
 	for _, l := range streamLines(t, r.stdout) {
 		if l["type"] != "assistant" && l["type"] != "user" {
 			continue
@@ -265,14 +265,18 @@ func TestHeadlessAgentRunsARead(t *testing.T) {
 			if strings.Contains(string(raw), "the secret is 7") && l["type"] == "user" {
 				subResults++
 			}
+			if strings.Contains(string(raw), "What is the secret in notes.txt?") && l["type"] == "user" {
+				subPrompts++
+			}
 		case nil:
 			mainLines++
 		default:
 			t.Errorf("parent_tool_use_id %v", l["parent_tool_use_id"])
 		}
 	}
-	if subUses != 1 || subResults != 1 || mainLines != 3 {
-		t.Fatalf("stream-json: %d subagent tool_use lines, %d subagent result lines, %d of the conversation\n%s", subUses, subResults, mainLines, r.stdout)
+	if subUses != 1 || subResults != 1 || subPrompts != 1 || mainLines != 3 {
+		t.Fatalf("stream-json: %d subagent tool_use lines, %d subagent result lines, %d subagent prompts, %d of the conversation\n%s",
+			subUses, subResults, subPrompts, mainLines, r.stdout)
 	}
 }
 

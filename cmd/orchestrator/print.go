@@ -151,7 +151,9 @@ func (p *printer) message(ev orchestrator.Event) {
 		}
 	case model.RoleUser:
 		for _, b := range m.Content {
-			if b.Type == model.BlockToolResult {
+			// Tool results, and a subagent's prompt: the user's own
+			// message is the prompt of the run.
+			if b.Type == model.BlockToolResult || parent != nil {
 				p.emit(obj{"type": "user", "session_id": p.sess.ID(), "parent_tool_use_id": parent, "message": obj{"role": "user", "content": m.Content}})
 				return
 			}

@@ -25,7 +25,11 @@
 // Its files follow its jobs: the Orchestrator and its sessions
 // (orchestrator.go, session.go), the turn (turn.go) and the calls it waits
 // for (calls.go), a session's link to its executor (executor.go), the
-// events clients follow (events.go). The package is larger than most
+// events clients follow (events.go), and the tools it runs itself because
+// they are conversation state (local.go): the task list (package
+// tasklist) and Agent, whose subagents (agent.go; their types in package
+// agents) run sub-conversations on the session's executor session or on
+// sessions of their own on its pool. The package is larger than most
 // (about 2,000 lines) because the loop and what it guarantees, one
 // tool_result for every tool_use whatever breaks, belong together; what
 // could go without that, the transcript files and the executor protocol,
