@@ -159,21 +159,23 @@ const (
 )
 
 // runAgent runs the subagent of an Agent call and returns the call's
-// result.
-func (s *Session) runAgent(ctx context.Context, c *localCall) *tool.Result {
+// result, and what to do once the result is delivered (close the
+// subagent's own executor session).
+func (s *Session) runAgent(ctx context.Context, c *localCall) (res *tool.Result, cleanup func()) {
+	cleanup = func() {}
 	start := time.Now()
 	raw, err := schema.Validate(c.use.Name, []byte(agents.InputSchema), c.use.Input)
 	if err != nil {
-		return tool.ValidationResult(err)
+		return tool.ValidationResult(err), cleanup
 	}
 	in, err := agents.ParseInput(raw)
 	if err != nil {
-		return tool.UseError(tool.OutcomeInvalidInput, err.Error())
+		return tool.UseError(tool.OutcomeInvalidInput, err.Error()), cleanup
 	}
 	def, ok := s.o.agents.Lookup(in.SubagentType)
 	if !ok {
 		return tool.UseError(tool.OutcomeInvalidInput, fmt.Sprintf("Agent type '%s' not found. Available agents: %s",
-			in.SubagentType, strings.Join(s.o.agents.Names(), ", ")))
+			in.SubagentType, strings.Join(s.o.agents.Names(), ", "))), cleanup
 	}
 	a := &subagent{s: s, id: newAgentID(), parent: c.use.ID, def: def, link: c.link, model: s.model()}
 	names := make([]string, 0, len(c.tools))
@@ -204,12 +206,12 @@ func (s *Session) runAgent(ctx context.Context, c *localCall) *tool.Result {
 	if s.o.cfg.SubagentsOnPool && s.cfg.Pool != "" && s.o.cfg.Placer != nil {
 		if err := s.openAgentSession(ctx, a); err != nil {
 			span.SetStatus(codes.Error, err.Error())
-			return tool.Error(fmt.Sprintf(textAgentFailed, err))
+			return tool.Error(fmt.Sprintf(textAgentFailed, err)), cleanup
 		}
-		defer func() {
+		cleanup = func() {
 			a.link.Close()
 			a.release()
-		}()
+		}
 	} else {
 		s.agents.add(a)
 	}
@@ -221,11 +223,11 @@ func (s *Session) runAgent(ctx context.Context, c *localCall) *tool.Result {
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		if ctx.Err() != nil {
-			return syntheticResult(c.use.ID, c.use.Name, textInterrupted).Result
+			return syntheticResult(c.use.ID, c.use.Name, textInterrupted).Result, cleanup
 		}
-		return tool.Error(fmt.Sprintf(textAgentFailed, err))
+		return tool.Error(fmt.Sprintf(textAgentFailed, err)), cleanup
 	}
-	res := &tool.Result{}
+	res = &tool.Result{}
 	for _, t := range text {
 		res.Content = append(res.Content, tool.Content{Text: t})
 	}
@@ -237,7 +239,7 @@ func (s *Session) runAgent(ctx context.Context, c *localCall) *tool.Result {
 		ToolUses:    uses,
 		DurationMS:  time.Since(start).Milliseconds(),
 	})})
-	return res
+	return res, cleanup
 }
 
 func newAgentID() string {

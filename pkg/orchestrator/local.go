@@ -119,7 +119,9 @@ func (s *Session) runLocal(ctx context.Context, c *localCall) bool {
 		s.turns.Add(1)
 		go func() {
 			defer s.turns.Done()
-			c.deliver(s.runAgent(ctx, c))
+			res, cleanup := s.runAgent(ctx, c)
+			c.deliver(res)
+			cleanup() // after the result: closing an executor session may take a while
 		}()
 	}
 	return true
