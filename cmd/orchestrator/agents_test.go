@@ -306,9 +306,14 @@ func TestHeadlessUserDefinedAgent(t *testing.T) {
 			}
 			return fakeapi.EndTurn(fakeapi.Text("three.txt has 3 lines."))
 		}))
-	r := runCLI(t, fake, "-p", "count", "--root", root, "--sessions-dir", t.TempDir(), "--permission-mode", "bypassPermissions")
+	r := runCLI(t, fake, "-p", "count", "--root", root, "--sessions-dir", t.TempDir(), "--permission-mode", "bypassPermissions", "--verbose")
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "Three." {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	// --verbose shows the subagent's calls under the Agent call.
+	if !strings.Contains(r.stderr, "⏺ Agent(count)\n") || !strings.Contains(r.stderr, "\n    ⏺ Bash(wc -l < three.txt)\n") ||
+		!strings.Contains(r.stderr, "\n      │ 3\n") {
+		t.Errorf("--verbose:\n%s", r.stderr)
 	}
 	reqs := fake.Requests()
 	var desc string

@@ -37,6 +37,7 @@ type printer struct {
 	denials []obj
 	running map[string]*runningCall
 	partial map[string]string // verbose: output after the last newline, by call
+	nested  map[string]bool   // calls of subagents, shown indented
 }
 
 // runningCall is what the status line knows of a call.
@@ -51,7 +52,7 @@ func newPrinter(format string, w io.Writer, sess *orchestrator.Session) *printer
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return &printer{format: format, w: w, enc: enc, sess: sess,
-		uses: map[string]orchestrator.ToolUse{}, running: map[string]*runningCall{}, partial: map[string]string{}}
+		uses: map[string]orchestrator.ToolUse{}, running: map[string]*runningCall{}, partial: map[string]string{}, nested: map[string]bool{}}
 }
 
 type obj = map[string]any
@@ -89,7 +90,10 @@ func (p *printer) follow(ctx context.Context, sub *orchestrator.Subscription) {
 			p.message(ev)
 		case orchestrator.EventToolUse:
 			p.uses[ev.ToolUse.ID] = *ev.ToolUse
-			p.say("⏺ %s\n", callLabel(ev.ToolUse.Name, ev.ToolUse.InputJSON))
+			if ev.ParentToolUseID != "" {
+				p.nested[ev.ToolUse.ID] = true
+			}
+			p.say("%s⏺ %s\n", p.indent(ev.ToolUse.ID), callLabel(ev.ToolUse.Name, ev.ToolUse.InputJSON))
 		case orchestrator.EventToolStarted:
 			if u, ok := p.uses[ev.Started.ToolUseID]; ok {
 				p.running[u.ID] = &runningCall{label: callLabel(u.Name, u.InputJSON)}
@@ -169,7 +173,7 @@ func (p *printer) progress(pr *execapi.Progress) {
 		lines := strings.Split(text, "\n")
 		p.partial[id] = lines[len(lines)-1]
 		for _, l := range lines[:len(lines)-1] {
-			p.say("  │ %s\n", strings.TrimRight(l, "\r"))
+			p.say("%s  │ %s\n", p.indent(id), strings.TrimRight(l, "\r"))
 		}
 	}
 	if rc := p.running[id]; rc != nil {
@@ -190,14 +194,14 @@ func (p *printer) result(r *execapi.CallResult) {
 		p.status.clear()
 	}
 	if rest := p.partial[id]; rest != "" {
-		p.say("  │ %s\n", rest)
+		p.say("%s  │ %s\n", p.indent(id), rest)
 	}
 	delete(p.partial, id)
 	summary := "done"
 	if r.IsError {
 		summary = "error: " + oneLine(firstLine(r.TextContent()), 200)
 	}
-	p.say("  ⎿ %s\n", summary)
+	p.say("%s  ⎿ %s\n", p.indent(id), summary)
 	if r.FinalOutcome() == tool.OutcomeDenied {
 		u := p.uses[id]
 		var input any = obj{}
@@ -206,6 +210,15 @@ func (p *printer) result(r *execapi.CallResult) {
 		}
 		p.denials = append(p.denials, obj{"tool_name": u.Name, "tool_use_id": id, "tool_input": input})
 	}
+}
+
+// indent returns the indentation of call id's lines: a subagent's calls
+// are shown under the Agent call that runs them.
+func (p *printer) indent(id string) string {
+	if p.nested[id] {
+		return "    "
+	}
+	return ""
 }
 
 // say writes a --verbose line on stderr.
