@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/toolwire/toolwire/pkg/execgrpc"
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
@@ -30,6 +31,10 @@ import (
 // a toolsvc process over TCP, running them there, and sending the results
 // back to the model; the model's own time is not in it.
 //
+// OneMCPEcho is an MCP no-op beside OneRead: the example server's echo
+// tool (examples/mcp/server), started by toolsvc in the session's sandbox
+// when the session opens, so its start is not measured.
+//
 // Reported per iteration: gap-ms (mean) and gap-p50-ms; tail-ms and
 // tail-p50-ms are the part after the executor finished the last call (the
 // results' way back to the orchestrator, the transcript write and the next
@@ -37,11 +42,15 @@ import (
 func BenchmarkLoopOverhead(b *testing.B) {
 	cases := []struct {
 		name  string
+		mcp   bool                                     // the session has the example MCP server as "ex"
 		setup func(root string, i int) []fakeapi.Block // tool_uses of the measured response
 		prep  func(root string, i int) []fakeapi.Block // tool_uses of an unmeasured response before it
 	}{
 		{name: "OneRead", setup: func(root string, i int) []fakeapi.Block {
 			return []fakeapi.Block{fakeapi.ToolUse(fmt.Sprintf("toolu_r%d", i), "Read", map[string]any{"file_path": filepath.Join(root, "f0.txt")})}
+		}},
+		{name: "OneMCPEcho", mcp: true, setup: func(root string, i int) []fakeapi.Block {
+			return []fakeapi.Block{fakeapi.ToolUse(fmt.Sprintf("toolu_m%d", i), "mcp__ex__echo", map[string]any{"text": "x"})}
 		}},
 		{name: "TenParallelReads", setup: func(root string, i int) []fakeapi.Block {
 			return reads(root, i)
@@ -62,6 +71,12 @@ func BenchmarkLoopOverhead(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			root := sandboxtest.Dir(b)
+			var servers mcpclient.Servers
+			if c.mcp {
+				var bin string
+				root, bin = mcpWorkspace(b)
+				servers = mcpclient.Servers{"ex": {Command: bin}}
+			}
 			for f := range 10 {
 				if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("f%d.txt", f)), []byte("line one\nvalue v0\n"), 0o644); err != nil {
 					b.Fatal(err)
@@ -81,7 +96,7 @@ func BenchmarkLoopOverhead(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				sess, err := orch.Create(context.Background(), "", orchestrator.SessionConfig{Settings: &settings.Settings{
 					Permissions: settings.Permissions{DefaultMode: permission.ModeBypass},
-				}})
+				}, MCPServers: servers})
 				if err != nil {
 					b.Fatal(err)
 				}

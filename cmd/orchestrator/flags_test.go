@@ -110,6 +110,11 @@ func TestCheckToolNames(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(offer, []string{"Read", "TaskOutput"}) || !reflect.DeepEqual(hide, []string{"Bash", "TaskStop"}) {
 		t.Fatalf("offer %q, hide %q, %v", offer, hide, err)
 	}
+	// MCP tools are taken as written: their servers start with the session.
+	offer, hide, err = checkToolNames(defs, []string{"Read", "mcp__ex__echo"}, []string{"mcp__ex"}, []string{"mcp__ex__crash", "mcp__gh__*", "mcp__gh__x(y)"})
+	if err != nil || !reflect.DeepEqual(offer, []string{"Read", "mcp__ex__echo"}) || !reflect.DeepEqual(hide, []string{"mcp__ex__crash", "mcp__gh__*"}) {
+		t.Fatalf("MCP names: offer %q, hide %q, %v", offer, hide, err)
+	}
 	for name, tc := range map[string]struct {
 		tools, allowed, disallowed []string
 		want                       string

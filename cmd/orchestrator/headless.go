@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/orchestrator/agents"
@@ -29,6 +30,7 @@ type headlessFlags struct {
 	outputFormat, permissionMode, resume           string
 	sessionID, systemPrompt, appendSystem, workDir string
 	allowed, disallowed, tools                     listFlag
+	mcp                                            mcpFlags
 	set                                            map[string]bool // flags given on the command line
 }
 
@@ -55,6 +57,7 @@ func (h *headlessFlags) register(fs *flag.FlagSet) {
 		fs.Var(&h.disallowed, name, "permission rules that are refused, added to the settings files'; bare tool names are also not offered (repeatable)")
 	}
 	fs.Var(&h.tools, "tools", `offer only these tools, by name (repeatable; "default": all, "": none)`)
+	h.mcp.register(fs, "use only the MCP servers of --mcp-config: not the project's "+projectMCPFile)
 }
 
 // given reports whether one of the flags names was on the command line.
@@ -132,6 +135,13 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := c.checkEgress(); err != nil {
 		return 2, err
 	}
+	if err := h.mcp.checkRequire(); err != nil {
+		return 2, err
+	}
+	flagServers, err := h.mcp.load(getenv)
+	if err != nil {
+		return 2, err
+	}
 	store, err := c.store()
 	if err != nil {
 		return 1, err
@@ -166,6 +176,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		DefaultExecutor: c.executorAddr(),
 		Store:           store,
 		Permissions:     denyUnattended,
+		RequireSandbox:  h.mcp.required,
 		ClientVersion:   version,
 		Logger:          log,
 		Agents:          agentDefs,
@@ -176,7 +187,7 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer orch.Close()
 
-	sess, err := openSession(ctx, orch, store, &c, &h, runEnv{dir: dir, client: client, dial: dial, executors: executors, place: place, getenv: getenv, log: log, agents: agentDefs})
+	sess, skipped, err := openSession(ctx, orch, store, &c, &h, runEnv{dir: dir, client: client, dial: dial, executors: executors, place: place, getenv: getenv, log: log, mcp: flagServers, agents: agentDefs})
 	if errors.Is(err, orchestrator.ErrInvalid) {
 		err = usageError{err}
 	}
@@ -188,7 +199,11 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 1, err
 	}
 
+	for _, sk := range skipped {
+		fmt.Fprintf(stderr, "orchestrator: %s: MCP server %q not used: %s\n", projectMCPFile, sk.name, sk.reason)
+	}
 	out := newPrinter(h.outputFormat, stdout, sess)
+	out.skippedMCP = skipped
 	switch {
 	case h.verbose && h.outputFormat != "stream-json":
 		out.verbose = stderr
@@ -234,6 +249,7 @@ type runEnv struct {
 	place     *placer
 	getenv    func(string) string
 	log       *slog.Logger
+	mcp       mcpclient.Servers   // of --mcp-config
 	agents    []agents.Definition // user-defined subagent types
 }
 
@@ -246,7 +262,11 @@ type runEnv struct {
 // files: a resumed conversation gets those of the new run, not the old
 // one's. The model, --max-tokens, --max-turns and --thinking-budget stay
 // what the conversation had unless given again.
-func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *transcript.Store, c *common, h *headlessFlags, r runEnv) (*orchestrator.Session, error) {
+//
+// The MCP servers are those of --mcp-config and, unless
+// --strict-mcp-config, the project's .mcp.json servers the settings
+// approve; the project's servers left out are returned.
+func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *transcript.Store, c *common, h *headlessFlags, r runEnv) (*orchestrator.Session, []skippedServer, error) {
 	var (
 		sess *orchestrator.Session
 		old  orchestrator.SessionConfig
@@ -255,25 +275,25 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 	id := h.resume
 	if h.cont {
 		if id, err = store.Latest(r.dir); errors.Is(err, orchestrator.ErrNotFound) {
-			return nil, fmt.Errorf("no conversation to continue in %s (orchestrator sessions list --all shows every directory's)", r.dir)
+			return nil, nil, fmt.Errorf("no conversation to continue in %s (orchestrator sessions list --all shows every directory's)", r.dir)
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	target, embedded := c.executorAddr(), c.executor == ""
 	workspace := h.workDir
 	if id != "" {
 		if sess, err = orch.Session(ctx, id); errors.Is(err, orchestrator.ErrNotFound) {
-			return nil, fmt.Errorf("no conversation with session id %q in %s", id, store.Dir())
+			return nil, nil, fmt.Errorf("no conversation with session id %q in %s", id, store.Dir())
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		old = sess.Config()
 		if h.given("workspace") && h.workDir != old.Workspace {
-			return nil, usagef("--workspace: conversation %s works in %q; a conversation keeps its workspace", id, old.Workspace)
+			return nil, nil, usagef("--workspace: conversation %s works in %q; a conversation keeps its workspace", id, old.Workspace)
 		}
 		if h.given("executor") && c.executor != old.Executor && c.executor != old.Pool {
-			return nil, usagef("--executor: conversation %s runs on %q; a conversation keeps its executor", id, cmp.Or(old.Pool, old.Executor))
+			return nil, nil, usagef("--executor: conversation %s runs on %q; a conversation keeps its executor", id, cmp.Or(old.Pool, old.Executor))
 		}
 		target, embedded, workspace = old.Executor, old.Executor == embeddedAddr, old.Workspace
 	}
@@ -283,7 +303,20 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 		settings: c.settings, mode: h.permissionMode, allowed: h.allowed, disallowed: h.disallowed,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	servers := r.mcp
+	var skipped []skippedServer
+	if !h.mcp.strict {
+		approval, err := mcpSettings(userDir, project, c.settings)
+		if err != nil {
+			return nil, nil, err
+		}
+		var fromProject mcpclient.Servers
+		if fromProject, skipped, err = projectMCP(project, approval, r.getenv); err != nil {
+			return nil, nil, err
+		}
+		servers = mcpclient.Merge(fromProject, r.mcp)
 	}
 	// The settings files' sandbox lists shape the in-process executor,
 	// which starts on first use below. Its network lists are then that
@@ -295,12 +328,12 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 	}
 	defs, err := listTools(ctx, r.executors, r.place, target)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defs = append(defs, orchestrator.LocalTools(r.agents)...)
 	offer, hide, err := checkToolNames(defs, h.tools, h.allowed, h.disallowed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if h.given("tools") && len(h.tools) == 0 {
 		for _, d := range defs { // --tools "": no tools at all
@@ -326,13 +359,14 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 		Workspace:          workspace,
 		ThinkingBudget:     c.thinkingBudget,
 		Directory:          r.dir,
+		MCPServers:         servers,
 	}
 	if sess == nil {
 		sess, err = orch.Create(ctx, h.sessionID, cfg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return sess, nil
+		return sess, skipped, nil
 	}
 	if !h.given("model") && old.Model != "" {
 		cfg.Model = old.Model
@@ -347,14 +381,14 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 		cfg.ThinkingBudget = old.ThinkingBudget
 	}
 	if err := sess.Reconfigure(cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The init event reports the session as it runs: its tools and
 	// working directory are known once it is connected.
 	if err := sess.Connect(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return sess, nil
+	return sess, skipped, nil
 }
 
 // listTools asks the executor at target (a member of it, for a pool)

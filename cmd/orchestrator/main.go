@@ -6,6 +6,11 @@
 //	orchestrator sessions list|rm      list or remove stored conversations
 //	orchestrator health [flags]        probe a server's gRPC health (container probes)
 //	orchestrator --version             print the version
+//
+// Why one package of this size (about 2,200 lines): it is the command line
+// of claude -p (its flags, settings discovery, output formats, exit codes
+// and the interactive questions) and of serve; one file per job, and the
+// conversation itself is in pkg/orchestrator.
 package main
 
 import (

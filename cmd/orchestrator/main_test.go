@@ -68,7 +68,7 @@ func startToolsvc(t testing.TB, root string) string {
 }
 
 // startToolsvcProcess is startToolsvc that also returns the process.
-func startToolsvcProcess(t testing.TB, root string) (string, *os.Process) {
+func startToolsvcProcess(t testing.TB, root string, extra ...string) (string, *os.Process) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -76,7 +76,7 @@ func startToolsvcProcess(t testing.TB, root string) (string, *os.Process) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(toolsvcBin, "serve", "--listen", addr, "--insecure", "--root", root, "--log-format", "text")
+	cmd := exec.Command(toolsvcBin, append([]string{"serve", "--listen", addr, "--insecure", "--root", root, "--log-format", "text"}, extra...)...)
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {

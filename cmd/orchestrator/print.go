@@ -32,6 +32,8 @@ type printer struct {
 	verbose io.Writer   // tool calls and output; nil without --verbose
 	status  *statusLine // nil unless stderr is a terminal in text mode
 
+	skippedMCP []skippedServer // project MCP servers not used
+
 	errs    []string
 	uses    map[string]orchestrator.ToolUse // every call of the turn, by id
 	denials []obj
@@ -70,11 +72,26 @@ func (p *printer) announce() {
 		names = append(names, t.Name)
 	}
 	cfg := p.sess.Config()
-	p.emit(obj{
+	servers := []obj{}
+	for _, st := range p.sess.MCPServers() {
+		o := obj{"name": st.Name, "status": strings.ToLower(st.State.String())}
+		if st.Error != "" {
+			o["error"] = st.Error
+		}
+		servers = append(servers, o)
+	}
+	for _, sk := range p.skippedMCP {
+		servers = append(servers, obj{"name": sk.name, "status": sk.status, "error": sk.reason})
+	}
+	init := obj{
 		"type": "system", "subtype": "init", "session_id": p.sess.ID(), "cwd": p.sess.Workspace(),
-		"model": p.sess.Info().Model, "tools": names, "mcp_servers": []any{},
+		"model": p.sess.Info().Model, "tools": names, "mcp_servers": servers,
 		"permissionMode": modeName(cfg.Settings), "version": version,
-	})
+	}
+	if sb, ok := p.sess.Sandbox(); ok {
+		init["sandbox"] = sandboxObj(sb)
+	}
+	p.emit(init)
 }
 
 // follow reads the session's events until the turn completes.
@@ -376,4 +393,17 @@ func (s *statusLine) clear() {
 	}
 	fmt.Fprint(s.w, "\r\x1b[K")
 	s.shown = false
+}
+
+// sandboxObj is the executor's sandbox as the init event shows it: what
+// confines the tools.
+func sandboxObj(sb execapi.SandboxInfo) obj {
+	o := obj{"backend": sb.Backend, "enforced": append([]string{}, sb.Enforced...), "network": sb.Network}
+	if sb.RunAs != "" {
+		o["run_as"] = sb.RunAs
+	}
+	if len(sb.AllowedDomains) > 0 {
+		o["allowed_domains"] = sb.AllowedDomains
+	}
+	return o
 }

@@ -23,8 +23,12 @@ import (
 func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("orchestrator serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var c common
+	var (
+		c   common
+		mcp mcpFlags
+	)
 	c.register(fs, "info")
+	mcp.register(fs, "sessions get only the servers of --mcp-config: a CreateSession that brings its own MCP servers is refused")
 	listen := fs.String("listen", "127.0.0.1:7071", `address to serve on: "host:port" or "unix:///path/to.sock"`)
 	grace := fs.Duration("grace", 10*time.Second, "on shutdown, how long streams may finish before they are cut")
 	security := rpcauth.RegisterServerFlags(fs)
@@ -64,6 +68,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	if err != nil {
 		return err
 	}
+	if err := mcp.checkRequire(); err != nil {
+		return err
+	}
+	mcpServers, err := mcp.load(getenv)
+	if err != nil {
+		return err
+	}
 	store, err := c.store()
 	if err != nil {
 		return err
@@ -100,6 +111,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 			Model: client.Model(), MaxTokens: c.maxTokens, MaxTurns: c.maxTurns,
 			ThinkingBudget: c.thinkingBudget, Settings: settings,
 		},
+		MCPServers:      mcpServers,
+		StrictMCP:       mcp.strict,
+		RequireSandbox:  mcp.required,
 		ClientVersion:   version,
 		Logger:          log,
 		Agents:          loadAgents(userConfigDir(getenv), "", log),

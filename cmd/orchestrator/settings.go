@@ -180,6 +180,11 @@ func checkToolNames(defs []execapi.ToolInfo, tools, allowed, disallowed []string
 		if t == "default" {
 			continue
 		}
+		if strings.HasPrefix(t, "mcp__") {
+			// MCP tools are known once the session's servers started.
+			offer = append(offer, t)
+			continue
+		}
 		if strings.ContainsAny(t, "()") {
 			return nil, nil, usagef("--tools: %q is a rule; --tools takes tool names (put rules in --allowedTools or --disallowedTools)", t)
 		}
@@ -204,6 +209,14 @@ func checkToolNames(defs []execapi.ToolInfo, tools, allowed, disallowed []string
 				return nil, nil, usagef("%s: rule %q: %w", l.flag, text, err)
 			}
 			written, _, _ := strings.Cut(strings.TrimSpace(text), "(")
+			if strings.HasPrefix(written, "mcp__") {
+				// An MCP tool or server: known once the session's servers
+				// started, so taken as written.
+				if l.flag == "--disallowedTools" && r.Specifier == "" && !strings.Contains(text, "(") {
+					hide = append(hide, written)
+				}
+				continue
+			}
 			name, ok := known[written]
 			if !ok {
 				if name, ok = known[r.Tool]; !ok {

@@ -4,6 +4,10 @@
 //	toolsvc call    run tool_use blocks from stdin and print tool_result JSON
 //	toolsvc health  probe a server's gRPC health (container probes)
 //	toolsvc version print the version
+//
+// Why one package of this size (about 1,150 lines): the subcommands' flags,
+// their help and the hints for a failed start are what a user meets; the
+// work itself is in pkg/execsvc and pkg/execgrpc.
 package main
 
 import (

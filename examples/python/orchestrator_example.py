@@ -7,11 +7,16 @@ raced with another client's answers SESSION_EXISTS): the decision is made by
 the reason in the error's google.rpc.ErrorInfo, never by its message. Then
 it attaches a Converse stream, sends the prompt as a user message, answers
 every permission request with "allow once", and prints the turn's events as
-JSON lines until the turn is complete.
+JSON lines until the turn is complete. With --require-sandbox, a new session
+is refused unless its executor enforces those protections (the error's reason
+is SANDBOX_REQUIREMENT_UNMET, its metadata "missing" says what lacks); the
+session event shows what confines the tools (the executor's Hello).
 
     /usr/bin/python3 orchestrator_example.py 127.0.0.1:7071 "Create hello.txt"
     /usr/bin/python3 orchestrator_example.py unix:///tmp/orchestrator.sock \
         --session my-session "And now read it back"
+    /usr/bin/python3 orchestrator_example.py 127.0.0.1:7071 --session confined \
+        --require-sandbox landlock,network:none "Create hello.txt"
 
 Needs grpcio and protobuf (Debian: python3-grpcio, python3-protobuf) and the
 stubs in gen/python of this repository (found relative to this file, or set
@@ -159,14 +164,25 @@ def converse(stub, session_id, prompt, deadline_s):
         pass
 
 
-def run(address, session_id, prompt, deadline_s):
+def sandbox_fields(session):
+    """What confines the session's tools, from its executor's Hello (empty
+    until the session connected to its executor)."""
+    if not session.HasField("sandbox"):
+        return {}
+    sb = session.sandbox
+    return {"sandbox_backend": sb.backend, "sandbox_network": sb.network,
+            "sandbox_enforced": [ex.Protection.Name(p) for p in sb.enforced]}
+
+
+def run(address, session_id, prompt, deadline_s, require_sandbox=()):
     with grpc.insecure_channel(address) as channel:
         stub = pb_grpc.OrchestratorServiceStub(channel)
         # Default mode: the executor asks before writing, and this client
-        # answers.
-        config = pb.SessionConfig(settings=ex.Settings(mode=ex.PERMISSION_MODE_DEFAULT))
+        # answers. require_sandbox applies to a session this creates.
+        config = pb.SessionConfig(settings=ex.Settings(mode=ex.PERMISSION_MODE_DEFAULT),
+                                  require_sandbox=list(require_sandbox))
         session, created = get_or_create(stub, session_id, config, deadline_s)
-        emit(event="session", id=session.id, created=created, turns=session.turns)
+        emit(event="session", id=session.id, created=created, turns=session.turns, **sandbox_fields(session))
         converse(stub, session.id, prompt, deadline_s)
     return 0
 
@@ -177,9 +193,12 @@ def main(argv=None):
     parser.add_argument("prompt", help="the user message")
     parser.add_argument("--session", default="python-example", help="session id to use or create")
     parser.add_argument("--deadline", type=float, default=60.0, help="seconds the turn may take (default 60)")
+    parser.add_argument("--require-sandbox", default="",
+                        help='protections a new session\'s executor must enforce, e.g. "landlock,network:none"')
     args = parser.parse_args(argv)
+    require = [w.strip() for w in args.require_sandbox.split(",") if w.strip()]
     try:
-        return run(args.address, args.session, args.prompt, args.deadline)
+        return run(args.address, args.session, args.prompt, args.deadline, require)
     except grpc.RpcError as err:
         print(f"rpc failed: {toolwire_errors.describe(err)}", file=sys.stderr)
     except ConversationError as err:

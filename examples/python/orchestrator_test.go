@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,9 @@ type orchestratorEvent struct {
 	Content    string `json:"content"`
 	StopReason string `json:"stop_reason"`
 	Text       string `json:"text"`
+
+	SandboxBackend  string   `json:"sandbox_backend"`
+	SandboxEnforced []string `json:"sandbox_enforced"`
 }
 
 func parseEvents(t *testing.T, out string) []orchestratorEvent {
@@ -82,9 +86,11 @@ func TestPythonOrchestratorExample(t *testing.T) {
 	startProcess(ctx, t, "orchestrator", cmd, sock)
 	addr := "unix://" + sock
 
-	first := parseEvents(t, runPython(ctx, t, "orchestrator_example.py", addr, "Create hello.txt", "--session", "py-example"))
-	if s := events(first, "session"); len(s) != 1 || s[0].ID != "py-example" || !s[0].Created {
-		t.Errorf("first run: session events %+v, want py-example created", s)
+	first := parseEvents(t, runPython(ctx, t, "orchestrator_example.py", addr, "Create hello.txt", "--session", "py-example",
+		"--require-sandbox", "landlock"))
+	if s := events(first, "session"); len(s) != 1 || s[0].ID != "py-example" || !s[0].Created ||
+		s[0].SandboxBackend != "landlock" || !slices.Contains(s[0].SandboxEnforced, "PROTECTION_LANDLOCK_FS") {
+		t.Errorf("first run: session events %+v, want py-example created on a landlock executor", s)
 	}
 	if p := events(first, "permission_request"); len(p) != 1 || p[0].ToolUseID != "toolu_py_write" || p[0].ToolName != "Write" || p[0].Answer != "allow_once" {
 		t.Errorf("permission requests %+v, want one for toolu_py_write, allowed once", p)
@@ -115,6 +121,7 @@ func TestPythonOrchestratorExample(t *testing.T) {
 		{"create with a bad configuration", "INVALID_ARGUMENT", "INVALID_ARGUMENT", noMeta()},
 		{"create with a workspace outside the root", "FAILED_PRECONDITION", "WORKSPACE_INVALID", map[string]string{"session_id": "py-ws"}},
 		{"create on an unreachable executor", "UNAVAILABLE", "EXECUTOR_UNAVAILABLE", map[string]string{"session_id": "py-down"}},
+		{"create requiring a sandbox the executor lacks", "FAILED_PRECONDITION", "SANDBOX_REQUIREMENT_UNMET", map[string]string{"session_id": "py-sandbox", "missing": "backend:gvisor"}},
 		{"create an existing session", "ALREADY_EXISTS", "SESSION_EXISTS", map[string]string{"session_id": "py-reasons"}},
 		{"user message first", "INVALID_ARGUMENT", "INVALID_FIRST_MESSAGE", noMeta()},
 		{"attach to an unknown session", "NOT_FOUND", "SESSION_NOT_FOUND", map[string]string{"session_id": "py-nope"}},

@@ -181,6 +181,8 @@ def orchestrator_cases(address):
             session_id="py-ws", config=orch.SessionConfig(workspace="/etc"))))
         report("create on an unreachable executor", unary_error(stub.CreateSession, orch.CreateSessionRequest(
             session_id="py-down", config=orch.SessionConfig(executor="127.0.0.1:1"))))
+        report("create requiring a sandbox the executor lacks", unary_error(stub.CreateSession, orch.CreateSessionRequest(
+            session_id="py-sandbox", config=orch.SessionConfig(require_sandbox=["backend:gvisor"]))))
 
         created = stub.CreateSession(orch.CreateSessionRequest(session_id="py-reasons"), timeout=DEADLINE_S)
         sid = created.session.id

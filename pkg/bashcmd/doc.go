@@ -28,4 +28,8 @@
 // nothing dynamic in command position. When in doubt it says no.
 //
 // The package runs nothing and touches no files.
+//
+// Why one package of this size (about 1,900 lines): the read-only rules of
+// every known program and the walk over the shell syntax tree answer one
+// question together, and each wrapper it looks through needs both.
 package bashcmd

@@ -58,8 +58,7 @@ func eventToProto(ev *execapi.Event) *executorv1.ExecuteResponse {
 	case ev.Task != nil:
 		r.Event = &executorv1.ExecuteResponse_TaskNotification{TaskNotification: TaskNoticeToProto(ev.Task)}
 	case ev.MCPToolsChanged != nil:
-		r.Event = &executorv1.ExecuteResponse_McpToolsChanged{McpToolsChanged: &executorv1.McpToolsChanged{
-			Servers: mcpStatusToProto(ev.MCPToolsChanged.Servers), Tools: toolSpecsToProto(ev.MCPToolsChanged.Tools)}}
+		r.Event = &executorv1.ExecuteResponse_McpToolsChanged{McpToolsChanged: MCPToolsChangedToProto(ev.MCPToolsChanged)}
 	}
 	return r
 }
@@ -111,21 +110,33 @@ func timeOf(ts *timestamppb.Timestamp) time.Time {
 	return ts.AsTime()
 }
 
-func helloToProto(h *execapi.Hello) *executorv1.Hello {
+// MCPToolsChangedToProto converts a change of a session's MCP servers
+// and tools, for clients of the orchestrator too.
+func MCPToolsChangedToProto(c *execapi.MCPToolsChanged) *executorv1.McpToolsChanged {
+	return &executorv1.McpToolsChanged{Servers: MCPStatusToProto(c.Servers), Tools: toolSpecsToProto(c.Tools)}
+}
+
+// SandboxInfoToProto converts what a Hello says of the sandbox, for
+// clients of the orchestrator too.
+func SandboxInfoToProto(s execapi.SandboxInfo) *executorv1.SandboxInfo {
 	var enforced []executorv1.Protection
-	for _, name := range h.Sandbox.Enforced {
+	for _, name := range s.Enforced {
 		if p, ok := protectionByName[name]; ok {
 			enforced = append(enforced, p)
 		}
 	}
+	return &executorv1.SandboxInfo{
+		Backend: s.Backend, Enforced: enforced,
+		Network: s.Network, RunAsUser: s.RunAs,
+		AllowedDomains: s.AllowedDomains,
+	}
+}
+
+func helloToProto(h *execapi.Hello) *executorv1.Hello {
 	return &executorv1.Hello{
 		SessionId:       h.SessionID,
 		ExecutorVersion: h.Version,
-		Sandbox: &executorv1.SandboxInfo{
-			Backend: h.Sandbox.Backend, Enforced: enforced,
-			Network: h.Sandbox.Network, RunAsUser: h.Sandbox.RunAs,
-			AllowedDomains: h.Sandbox.AllowedDomains,
-		},
+		Sandbox:         SandboxInfoToProto(h.Sandbox),
 		Limits: &executorv1.Limits{
 			DefaultTimeout:       durationpb.New(h.Limits.DefaultTimeout),
 			MaxTimeout:           durationpb.New(h.Limits.MaxTimeout),
@@ -138,7 +149,7 @@ func helloToProto(h *execapi.Hello) *executorv1.Hello {
 		Resumed:         h.Resumed,
 		LastSequence:    h.LastSequence,
 		Workspace:       h.Workspace,
-		McpServers:      mcpStatusToProto(h.MCPServers),
+		McpServers:      MCPStatusToProto(h.MCPServers),
 		McpTools:        toolSpecsToProto(h.MCPTools),
 		Tools:           h.Tools,
 	}

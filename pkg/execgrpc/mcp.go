@@ -61,7 +61,9 @@ func mcpStatusFromProto(ms []*executorv1.McpServerStatus) []mcpclient.ServerStat
 	return out
 }
 
-func mcpStatusToProto(sts []mcpclient.ServerStatus) []*executorv1.McpServerStatus {
+// MCPStatusToProto converts the state of a session's MCP servers, for
+// clients of the orchestrator too.
+func MCPStatusToProto(sts []mcpclient.ServerStatus) []*executorv1.McpServerStatus {
 	out := make([]*executorv1.McpServerStatus, 0, len(sts))
 	for _, st := range sts {
 		out = append(out, &executorv1.McpServerStatus{

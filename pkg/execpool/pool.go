@@ -8,6 +8,10 @@
 // caller's Config.Conn does, and owns the connections), does not remember
 // which session is bound where (the caller stores the address, which makes
 // a session stick to its executor), and does not retry calls.
+//
+// Why one package of this size (about 750 lines): choosing a member,
+// following its health and draining it act on one table of members under
+// one lock.
 package execpool
 
 import (

@@ -2,6 +2,11 @@
 // built-in tools, one workspace, scratch directory and sandbox runner per
 // session, and the limits. cmd/toolsvc, the orchestrator's embedded executor
 // and the tests all build their executor here, so they behave alike.
+//
+// Why one package of this size (about 950 lines): assembling an executor
+// means turning every operator setting into the per-session pieces (runner,
+// workspace, limits, MCP servers) in one place, so that toolsvc, the
+// embedded executor and the tests cannot drift apart.
 package execsvc
 
 import (

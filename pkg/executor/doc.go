@@ -21,4 +21,10 @@
 // parent taken from the ToolUse's W3C trace context) and measured
 // (toolwire.tool.*, toolwire.permission.*);
 // see telemetry.go. Without installed providers both are no-ops.
+//
+// Why one package of this size (about 2,200 lines): the session, its
+// outbox and the pipeline steps share the rule that every call ends in
+// exactly one Result, and the locks that keep it; split across packages,
+// that rule would have to be kept by their callers. The tools, queue,
+// permissions, hooks and sandbox it drives are packages of their own.
 package executor

@@ -29,4 +29,8 @@
 // The package knows nothing of gRPC or of the executor's pipeline:
 // permissions, hooks, scheduling and schema validation happen around its
 // tools as around any other.
+//
+// Why one package of this size (about 1,400 lines): configuration,
+// start-up, restart, the call and the mapping of results are one server's
+// life cycle, and each needs the server's connection state.
 package mcpclient

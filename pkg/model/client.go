@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,6 +157,9 @@ type Tool struct {
 	Description string
 	// InputSchema is the JSON Schema of its input object.
 	InputSchema json.RawMessage
+	// CacheBreakpoint puts a prompt-cache breakpoint after this tool.
+	// When no tool of a request has one, the last tool gets it.
+	CacheBreakpoint bool
 }
 
 // Request is one model request.
@@ -169,7 +173,8 @@ type Request struct {
 	ThinkingBudget int
 	// System is the system prompt; it is a prompt-cache breakpoint.
 	System string
-	// Tools are offered in this order; the last is a prompt-cache breakpoint.
+	// Tools are offered in this order; the tools marked CacheBreakpoint,
+	// or else the last, are prompt-cache breakpoints.
 	Tools []Tool
 	// Messages is the conversation; the last block of the newest message is
 	// a prompt-cache breakpoint.
@@ -479,13 +484,14 @@ func (c *Client) params(req Request) (anthropic.MessageNewParams, error) {
 	if req.System != "" {
 		p.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
 	}
+	marked := slices.ContainsFunc(req.Tools, func(t Tool) bool { return t.CacheBreakpoint })
 	for i, t := range req.Tools {
 		schema := t.InputSchema
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
 		var cc *cacheControl
-		if i == len(req.Tools)-1 {
+		if t.CacheBreakpoint || (!marked && i == len(req.Tools)-1) {
 			cc = ephemeral
 		}
 		raw, err := json.Marshal(struct {

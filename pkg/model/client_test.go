@@ -107,7 +107,7 @@ func TestStreamTextAndTools(t *testing.T) {
 }
 
 func TestRequestEncoding(t *testing.T) {
-	fake := fakeapi.New(t, fakeapi.EndTurn(fakeapi.Text("ok")))
+	fake := fakeapi.New(t, fakeapi.EndTurn(fakeapi.Text("ok")), fakeapi.EndTurn(fakeapi.Text("ok")))
 	c := newClient(t, fake, func(cfg *model.Config) { cfg.ThinkingBudget = 1024; cfg.MaxTokens = 4096 })
 	isErr := true
 	msgs := []model.Message{
@@ -144,6 +144,15 @@ func TestRequestEncoding(t *testing.T) {
 	}
 	if req.Body.Tools[0].CacheControl != nil || string(req.Body.Tools[1].CacheControl) != `{"type":"ephemeral"}` {
 		t.Fatalf("tool cache breakpoints: %s / %s", req.Body.Tools[0].CacheControl, req.Body.Tools[1].CacheControl)
+	}
+	// A tool marked as the breakpoint (the last built-in, before MCP
+	// tools) takes the last tool's place.
+	tools[0].CacheBreakpoint = true
+	if _, err := c.Stream(context.Background(), model.Request{System: "be good", Tools: tools, Messages: msgs}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := fake.Requests()[1]; string(r.Body.Tools[0].CacheControl) != `{"type":"ephemeral"}` || r.Body.Tools[1].CacheControl != nil {
+		t.Fatalf("marked tool cache breakpoints: %s / %s", r.Body.Tools[0].CacheControl, r.Body.Tools[1].CacheControl)
 	}
 	wantLast := []any{
 		map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "1\tx"},

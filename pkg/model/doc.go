@@ -10,4 +10,8 @@
 // It knows nothing of tools being run, sessions or gRPC: the conversation
 // loop lives in pkg/orchestrator. The scripted fake of the API used in tests
 // is in the fakeapi subpackage.
+//
+// Why one package of this size (about 1,100 lines): the conversation's
+// data and the streaming client that sends and accumulates it are the
+// API's two sides of one format.
 package model

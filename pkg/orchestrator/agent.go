@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator/agents"
 	"github.com/toolwire/toolwire/pkg/schema"
@@ -305,6 +306,7 @@ func (s *Session) openAgentSession(ctx context.Context, a *subagent) error {
 		ClientName:    s.o.cfg.ClientName,
 		ClientVersion: s.o.cfg.ClientVersion,
 		Tools:         []string{},
+		MCPServers:    mcpclient.Merge(s.cfg.MCPServers, s.o.cfg.MCPServers),
 	}
 	for _, t := range a.tools {
 		if !isLocal(t.Name) {
@@ -318,6 +320,9 @@ func (s *Session) openAgentSession(ctx context.Context, a *subagent) error {
 		req.Options = *s.cfg.Options
 	}
 	l, err := s.o.cfg.Executor.Open(ctx, a.addr, req, func(l execapi.Link, ev execapi.Event) {
+		if ev.MCPToolsChanged != nil {
+			return // the conversation's MCP tools are its own session's
+		}
 		s.dispatch(l, ev, a.callSet(), a.parent)
 	})
 	if err != nil {

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/handshake"
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator/agents"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
@@ -30,6 +33,10 @@ var (
 	// or refused the session. The error wraps the executor's, with its
 	// execapi class (ErrDraining, ...) and, for a refusal, its status.
 	ErrExecutorUnavailable = errors.New("executor unavailable")
+	// ErrSandboxRequirement: the executor's Hello does not show a
+	// protection the orchestrator or the session requires. The error wraps
+	// the *handshake.MissingError that names what is missing.
+	ErrSandboxRequirement = errors.New("the executor's sandbox does not meet the requirements")
 )
 
 // Executor is what the orchestrator needs of its executors: the tools of
@@ -112,6 +119,16 @@ type Config struct {
 	// EventBacklog is how many events per session are kept for clients
 	// that attach late or fall behind.
 	EventBacklog int
+	// MCPServers are the operator's MCP servers (orchestrator serve
+	// --mcp-config), ${VAR} expanded: every session gets them, besides its
+	// own, and cannot replace one with a server of the same name.
+	MCPServers mcpclient.Servers
+	// StrictMCP refuses sessions that bring MCP servers of their own: the
+	// operator's are the only ones.
+	StrictMCP bool
+	// RequireSandbox are protections every session's executor must
+	// enforce, on top of each session's own RequireSandbox.
+	RequireSandbox handshake.Requirements
 	// ClientName and ClientVersion are sent to executors.
 	ClientName, ClientVersion string
 	// Agents are the user-defined subagent types (from .claude/agents),
@@ -177,6 +194,14 @@ func withDefaults(c, d SessionConfig) SessionConfig {
 }
 
 func validate(c SessionConfig) error {
+	if _, err := handshake.Parse(strings.Join(c.RequireSandbox, ",")); err != nil {
+		return fmt.Errorf("%w: require_sandbox: %w", ErrInvalid, err)
+	}
+	for _, name := range c.MCPServers.Names() {
+		if name == "" {
+			return fmt.Errorf("%w: an MCP server without a name", ErrInvalid)
+		}
+	}
 	switch {
 	case c.MaxTokens < 0:
 		return fmt.Errorf("%w: max_tokens %d", ErrInvalid, c.MaxTokens)
@@ -240,4 +265,10 @@ type Info struct {
 	MessageCount int
 	// Busy is true while a turn runs.
 	Busy bool
+	// Sandbox is what the executor said of its sandbox in its Hello: what
+	// confines the tools. Nil until the session connected.
+	Sandbox *execapi.SandboxInfo
+	// MCPServers are the session's MCP servers with their state, as the
+	// executor last reported them.
+	MCPServers []mcpclient.ServerStatus
 }

@@ -39,6 +39,9 @@ const (
 	EventError
 	// EventTurnComplete: the turn ended (Turn).
 	EventTurnComplete
+	// EventMCPToolsChanged: the session's MCP servers or tools changed
+	// (MCPToolsChanged); the next model request offers the new tools.
+	EventMCPToolsChanged
 	// EventTasks: the task list changed (Tasks).
 	EventTasks
 )
@@ -102,6 +105,9 @@ type Event struct {
 	Error *ErrorInfo
 	// Turn sums up the finished turn (EventTurnComplete).
 	Turn *TurnResult
+	// MCPToolsChanged is the executor's new list of MCP servers and tools
+	// (EventMCPToolsChanged).
+	MCPToolsChanged *execapi.MCPToolsChanged
 	// Tasks is the whole task list after a change (EventTasks).
 	Tasks []tasklist.Task
 }

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/handshake"
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 )
@@ -46,7 +49,7 @@ func (s *Session) connect(ctx context.Context) (execapi.Link, []model.Tool, erro
 	leaving := pooled && placer.Leaving(s.cfg.Pool, addr)
 	if s.link != nil && alive(s.link) {
 		if !leaving {
-			return s.link, s.tools, nil
+			return s.link, s.offered(s.builtins), nil
 		}
 		// No call runs between model requests: end the executor's session
 		// cleanly and move before it goes away under the next calls.
@@ -61,8 +64,8 @@ func (s *Session) connect(ctx context.Context) (execapi.Link, []model.Tool, erro
 		err = s.reach(ctx, addr, pooled)
 		switch {
 		case err == nil:
-			return s.link, s.tools, nil
-		case !pooled || ctx.Err() != nil:
+			return s.link, s.offered(s.builtins), nil
+		case !pooled || ctx.Err() != nil || errors.Is(err, ErrSandboxRequirement):
 			return nil, nil, err
 		}
 		if isDraining(err) {
@@ -72,7 +75,7 @@ func (s *Session) connect(ctx context.Context) (execapi.Link, []model.Tool, erro
 	if err := s.move(ctx, addr, err); err != nil {
 		return nil, nil, err
 	}
-	return s.link, s.tools, nil
+	return s.link, s.offered(s.builtins), nil
 }
 
 // reach links the session to the executor at addr: a broken link
@@ -87,10 +90,21 @@ func (s *Session) reach(ctx context.Context, addr string, pooled bool) error {
 	if pooled {
 		window = 0
 	}
+	// What the link reported before is no measure for what comes after:
+	// the executor may have a new session for it, numbered afresh.
+	s.mu.Lock()
+	s.mcpLink = nil
+	s.mu.Unlock()
 	if err := s.link.Reconnect(ctx, window); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrExecutorUnavailable, addr, err)
 	}
-	s.linked()
+	if err := s.linked(); err != nil {
+		// An executor that came back (restarted, or replaced) without
+		// what is required gets no call.
+		s.link.Close()
+		s.link = nil
+		return err
+	}
 	return nil
 }
 
@@ -99,21 +113,25 @@ func (s *Session) reach(ctx context.Context, addr string, pooled bool) error {
 // the executor runs no call of any other. linkMu is held.
 func (s *Session) open(ctx context.Context, addr string) error {
 	ex := s.o.cfg.Executor
-	if s.tools == nil {
+	if s.builtins == nil {
 		defs, err := ex.ListTools(ctx, addr)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrExecutorUnavailable, err)
 		}
-		s.tools = toolPool(append(defs, localTools(s.o.agents)...), s.cfg.AllowedTools, slices.Concat(s.cfg.DisallowedTools, s.deniedLocal()))
+		// The orchestrator's own tools (task list, Agent) go with the
+		// built-ins.
+		s.builtins = toolPool(append(builtinTools(defs), localTools(s.o.agents)...), s.cfg.AllowedTools,
+			slices.Concat(s.cfg.DisallowedTools, s.deniedLocal()))
 	}
 	req := execapi.OpenRequest{
 		SessionID:     s.id,
 		Workspace:     s.cfg.Workspace,
 		ClientName:    s.o.cfg.ClientName,
 		ClientVersion: s.o.cfg.ClientVersion,
-		Tools:         make([]string, 0, len(s.tools)),
+		Tools:         make([]string, 0, len(s.builtins)),
+		MCPServers:    mcpclient.Merge(s.cfg.MCPServers, s.o.cfg.MCPServers),
 	}
-	for _, t := range s.tools {
+	for _, t := range s.builtins {
 		if !isLocal(t.Name) { // the orchestrator runs those
 			req.Tools = append(req.Tools, t.Name)
 		}
@@ -129,7 +147,13 @@ func (s *Session) open(ctx context.Context, addr string) error {
 		return fmt.Errorf("%w: %w", ErrExecutorUnavailable, err)
 	}
 	s.link = l
-	s.linked()
+	if err := s.linked(); err != nil {
+		// Nothing was sent yet: ending the executor's session now stops
+		// its MCP servers and runs no call there.
+		l.Close()
+		s.link = nil
+		return err
+	}
 	return nil
 }
 
@@ -169,10 +193,33 @@ func (s *Session) move(ctx context.Context, addr string, err error) error {
 // draining.
 func isDraining(err error) bool { return errors.Is(err, execapi.ErrDraining) }
 
-// linked takes in what the executor said when the link (re)attached: the
-// system prompt names its working directory. linkMu is held.
-func (s *Session) linked() {
+// linked takes in what the executor said when the link (re)attached: its
+// sandbox, checked against what the orchestrator and the session require;
+// its MCP servers and tools; and its working directory, which the system
+// prompt names. linkMu is held.
+func (s *Session) linked() error {
 	hello := s.link.Hello()
+	required := append(handshake.Requirements{}, s.o.cfg.RequireSandbox...)
+	for _, w := range s.cfg.RequireSandbox { // validated at creation
+		if !slices.Contains(required, w) {
+			required = append(required, w)
+		}
+	}
+	info := handshake.Info{Backend: hello.Sandbox.Backend, Enforced: hello.Sandbox.Enforced, Network: hello.Sandbox.Network}
+	if err := required.Check(info); err != nil {
+		s.log.Warn("executor refused: its sandbox lacks what is required", "executor", s.executorAddr(), "err", err)
+		return fmt.Errorf("%w: %s: %w", ErrSandboxRequirement, s.executorAddr(), err)
+	}
+	s.mu.Lock()
+	sb := hello.Sandbox
+	s.sandbox = &sb
+	// A change reported on this link since it (re)attached, after this
+	// Hello, is newer than the Hello; otherwise the Hello is newest.
+	if s.mcpLink != s.link || hello.LastSequence >= s.mcpSeq {
+		s.mcpTools, s.mcpServers = hello.MCPTools, hello.MCPServers
+		s.mcpLink, s.mcpSeq = s.link, hello.LastSequence
+	}
+	s.mu.Unlock()
 	s.system = s.cfg.SystemPrompt
 	if s.system == "" {
 		s.system = model.SystemPrompt
@@ -183,6 +230,7 @@ func (s *Session) linked() {
 	if s.cfg.AppendSystemPrompt != "" {
 		s.system += "\n\n" + s.cfg.AppendSystemPrompt
 	}
+	return nil
 }
 
 func (s *Session) systemPrompt() string {
@@ -223,6 +271,15 @@ func (s *Session) dispatch(l execapi.Link, ev execapi.Event, cs *callSet, parent
 		}
 	case ev.PermissionRequest != nil:
 		s.permission(l, cs, ev.PermissionRequest)
+	case ev.MCPToolsChanged != nil:
+		s.mu.Lock()
+		if l != s.mcpLink || ev.Seq > s.mcpSeq {
+			s.mcpTools, s.mcpServers = ev.MCPToolsChanged.Tools, ev.MCPToolsChanged.Servers
+			s.mcpLink, s.mcpSeq = l, ev.Seq
+		}
+		s.mu.Unlock()
+		s.log.Info("mcp tools changed", "tools", len(ev.MCPToolsChanged.Tools), "servers", len(ev.MCPToolsChanged.Servers))
+		s.publish(Event{Kind: EventMCPToolsChanged, MCPToolsChanged: ev.MCPToolsChanged})
 	case ev.Task != nil:
 		// A task the model stopped itself (TaskStop) is not news to it:
 		// like Claude Code, only completed and failed tasks are told.
@@ -259,4 +316,12 @@ func (s *Session) permission(l execapi.Link, cs *callSet, req *execapi.Permissio
 		}
 	}
 	s.publish(Event{Kind: EventPermissionRequest, Permission: req})
+}
+
+// builtinTools drops MCP tools from an executor's list: without a session
+// ListTools has none, and a session's come from its Hello.
+func builtinTools(defs []execapi.ToolInfo) []execapi.ToolInfo {
+	return slices.DeleteFunc(slices.Clone(defs), func(d execapi.ToolInfo) bool {
+		return strings.HasPrefix(d.Name, externalToolPrefix)
+	})
 }

@@ -144,7 +144,10 @@ func (h *harness) session(cfg orchestrator.SessionConfig) *orchestrator.Session 
 
 func (h *harness) run(s *orchestrator.Session, text string) *orchestrator.TurnResult {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// A bound against hangs, not a timing check: a turn that streams a
+	// 16 MiB tool_use (TestOversizedToolUse) takes about a minute under
+	// -race on two busy cores.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := s.Run(ctx, text)
 	if err != nil {

@@ -85,6 +85,9 @@ func (o *Orchestrator) Create(ctx context.Context, id string, cfg SessionConfig)
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
+	if err := o.checkMCP(cfg); err != nil {
+		return nil, err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -123,6 +126,24 @@ func (o *Orchestrator) Create(ctx context.Context, id string, cfg SessionConfig)
 	o.sessions[id] = s
 	s.log.Info("session created", "executor", cfg.Executor, "pool", cfg.Pool, "model", s.model())
 	return s, nil
+}
+
+// checkMCP refuses a session's own MCP servers when the operator's are the
+// only ones allowed, or when one takes the name of an operator's server.
+func (o *Orchestrator) checkMCP(cfg SessionConfig) error {
+	if len(cfg.MCPServers) == 0 {
+		return nil
+	}
+	if o.cfg.StrictMCP {
+		return fmt.Errorf("%w: this orchestrator takes no MCP servers from its clients (--strict-mcp-config); its own are %v",
+			ErrInvalid, o.cfg.MCPServers.Names())
+	}
+	for _, name := range cfg.MCPServers.Names() {
+		if _, ok := o.cfg.MCPServers[name]; ok {
+			return fmt.Errorf("%w: MCP server %q is the orchestrator's own; a session cannot replace it", ErrInvalid, name)
+		}
+	}
+	return nil
 }
 
 // Session returns the session with id: a live one, or one loaded from the

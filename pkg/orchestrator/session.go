@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator/tasklist"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 // Session is one conversation: its transcript, its link to an executor
@@ -27,10 +30,10 @@ type Session struct {
 	cancel context.CancelFunc
 	turns  sync.WaitGroup // running turns
 
-	linkMu sync.Mutex // guards the fields below; held while connecting
-	link   execapi.Link
-	tools  []model.Tool
-	system string
+	linkMu   sync.Mutex // guards the fields below; held while connecting
+	link     execapi.Link
+	builtins []model.Tool // the built-in tools offered, chosen at the first connection
+	system   string
 
 	mu       sync.Mutex // guards the fields below
 	messages []model.Message
@@ -44,8 +47,16 @@ type Session struct {
 	notes    []string // task notifications not yet told to the model
 	closed   bool
 
-	tasks  *tasklist.Tasks // the task list (TaskCreate, ...)
-	agents agentRegistry   // running subagents
+	// What the executor said of the session (Hello, McpToolsChanged).
+	sandbox    *execapi.SandboxInfo
+	mcpTools   []tool.Spec
+	mcpServers []mcpclient.ServerStatus
+	mcpLink    execapi.Link // the link the MCP state came from
+	mcpSeq     uint64       // the sequence number it is as new as
+
+	tasks *tasklist.Tasks // the task list (TaskCreate, ...); safe for concurrent use
+
+	agents agentRegistry // running subagents
 }
 
 func newSession(o *Orchestrator, id string, cfg SessionConfig, created time.Time) *Session {
@@ -103,7 +114,7 @@ func (s *Session) Reconfigure(cfg SessionConfig) error {
 		}
 	}
 	s.cfg = cfg
-	s.tools = nil // offered again from the new lists when it connects
+	s.builtins = nil // offered again from the new lists when it connects
 	return nil
 }
 
@@ -129,6 +140,7 @@ func (s *Session) Info() Info {
 	return Info{
 		ID: s.id, Executor: s.executor, Model: s.model(), CreatedAt: s.created,
 		Turns: s.nturns, Usage: s.usage, MessageCount: len(s.messages), Busy: s.busy,
+		Sandbox: s.sandbox, MCPServers: slices.Clone(s.mcpServers),
 	}
 }
 
@@ -156,11 +168,40 @@ func (s *Session) Subscribe(after uint64) *Subscription {
 func (s *Session) LastSequence() uint64 { return s.events.last() }
 
 // Tools returns the tools offered to the model (after the first connection
-// to the executor).
+// to the executor): the built-in tools, then the MCP tools, as the next
+// model request offers them.
 func (s *Session) Tools() []model.Tool {
 	s.linkMu.Lock()
-	defer s.linkMu.Unlock()
-	return append([]model.Tool(nil), s.tools...)
+	builtins := s.builtins
+	s.linkMu.Unlock()
+	return s.offered(builtins)
+}
+
+// offered returns builtins and the session's current MCP tools as the
+// list of a model request.
+func (s *Session) offered(builtins []model.Tool) []model.Tool {
+	s.mu.Lock()
+	specs := s.mcpTools
+	s.mu.Unlock()
+	return offer(builtins, mcpPool(specs, s.cfg.AllowedTools, s.cfg.DisallowedTools))
+}
+
+// Sandbox returns what the executor said of its sandbox, once connected.
+func (s *Session) Sandbox() (execapi.SandboxInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sandbox == nil {
+		return execapi.SandboxInfo{}, false
+	}
+	return *s.sandbox, true
+}
+
+// MCPServers returns the session's MCP servers with their state, as the
+// executor last reported them.
+func (s *Session) MCPServers() []mcpclient.ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.mcpServers)
 }
 
 // Workspace returns the session's working directory on the executor, once

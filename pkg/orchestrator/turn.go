@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
+	"github.com/toolwire/toolwire/pkg/schema"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
@@ -62,6 +64,9 @@ func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
 		if err != nil {
 			if ctx.Err() != nil {
 				continue
+			}
+			if errors.Is(err, ErrSandboxRequirement) {
+				return fail("sandbox_requirement", err)
 			}
 			return fail("executor_unavailable", err)
 		}
@@ -167,6 +172,12 @@ func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Too
 		Tools:          tools,
 		Messages:       s.snapshot(),
 	}
+	mcpOffered := map[string]bool{}
+	for _, t := range tools {
+		if strings.HasPrefix(t.Name, externalToolPrefix) {
+			mcpOffered[t.Name] = true
+		}
+	}
 	var msgID string
 	resp, err := s.o.cfg.Model.Stream(ctx, req, func(ev model.Event) {
 		switch ev.Kind {
@@ -186,6 +197,15 @@ func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Too
 			cs.add(use, span)
 			s.publish(Event{Kind: EventToolUse, MessageID: msgID, ToolUse: &ToolUse{ID: b.ID, Name: b.Name, InputJSON: ev.RawInput}})
 			if s.runLocal(callCtx, &localCall{use: use, cs: cs, announce: s.publishResult, tools: tools, link: l}) {
+				return
+			}
+			if strings.HasPrefix(b.Name, externalToolPrefix) && !mcpOffered[b.Name] {
+				// The executor runs every MCP tool of the session; one
+				// this request did not offer (a disallowed rule hides it)
+				// is refused here, as the executor refuses a built-in
+				// tool the session does not run.
+				cs.deliver(&execapi.CallResult{ToolUseID: use.ID, ToolName: use.Name,
+					Result: tool.UseError(tool.OutcomeUnknownTool, schema.UnknownTool(use.Name))}, s.publishResult)
 				return
 			}
 			err := l.Submit(callCtx, use)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
@@ -137,5 +138,45 @@ func TestNotificationText(t *testing.T) {
 		"<status>failed</status>\n<summary>Background command \"x\" failed with exit code 5</summary>\n</task-notification>"
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// The MCP tools offered: sorted, minus those a bare disallowed rule names
+// (the tool, its server, its server with "__*"); allowed names restrict
+// them only when some are MCP rules.
+func TestMCPPool(t *testing.T) {
+	specs := []tool.Spec{{Name: "mcp__b__two"}, {Name: "mcp__a__one"}, {Name: "mcp__b__one"}, {Name: "mcp__ab__x"}}
+	names := func(ts []model.Tool) []string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		allowed, disallowed, want []string
+	}{
+		{nil, nil, []string{"mcp__a__one", "mcp__ab__x", "mcp__b__one", "mcp__b__two"}},
+		{nil, []string{"mcp__a"}, []string{"mcp__ab__x", "mcp__b__one", "mcp__b__two"}},
+		{nil, []string{"mcp__b__*", "Bash"}, []string{"mcp__a__one", "mcp__ab__x"}},
+		{nil, []string{"mcp__b__one", "mcp__b(x)"}, []string{"mcp__a__one", "mcp__ab__x", "mcp__b__two"}},
+		{[]string{"Read", "Bash"}, nil, []string{"mcp__a__one", "mcp__ab__x", "mcp__b__one", "mcp__b__two"}},
+		{[]string{"Read", "mcp__b"}, []string{"mcp__b__two"}, []string{"mcp__b__one"}},
+	} {
+		if got := names(mcpPool(specs, tt.allowed, tt.disallowed)); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("allowed %v, disallowed %v: %v, want %v", tt.allowed, tt.disallowed, got, tt.want)
+		}
+	}
+}
+
+// The breakpoint goes on the last built-in tool, and the MCP tools follow.
+func TestOfferBreakpoint(t *testing.T) {
+	got := offer([]model.Tool{{Name: "Bash"}, {Name: "Read"}}, []model.Tool{{Name: "mcp__a__x"}})
+	want := []model.Tool{{Name: "Bash"}, {Name: "Read", CacheBreakpoint: true}, {Name: "mcp__a__x"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("offer = %+v", got)
+	}
+	if got := offer(nil, []model.Tool{{Name: "mcp__a__x"}}); len(got) != 1 || got[0].CacheBreakpoint {
+		t.Errorf("no built-ins: %+v (the model client marks the last tool)", got)
 	}
 }

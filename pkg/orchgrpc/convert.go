@@ -30,6 +30,8 @@ func configFromProto(c *orchestratorv1.SessionConfig) (orchestrator.SessionConfi
 		DisallowedTools: c.GetDisallowedTools(),
 		Workspace:       c.GetWorkspace(),
 		ThinkingBudget:  int(c.GetThinkingBudgetTokens()),
+		MCPServers:      execgrpc.MCPServersFromProto(c.GetMcpServers()),
+		RequireSandbox:  c.GetRequireSandbox(),
 	}
 	if c.GetSettings() != nil {
 		s, err := settingspb.FromProto(c.GetSettings())
@@ -55,7 +57,7 @@ func usageToProto(u model.Usage) *orchestratorv1.Usage {
 }
 
 func sessionToProto(i orchestrator.Info) *orchestratorv1.Session {
-	return &orchestratorv1.Session{
+	s := &orchestratorv1.Session{
 		Id:           i.ID,
 		Executor:     i.Executor,
 		Model:        i.Model,
@@ -64,7 +66,12 @@ func sessionToProto(i orchestrator.Info) *orchestratorv1.Session {
 		Usage:        usageToProto(i.Usage),
 		MessageCount: uint32(i.MessageCount),
 		Busy:         i.Busy,
+		McpServers:   execgrpc.MCPStatusToProto(i.MCPServers),
 	}
+	if i.Sandbox != nil {
+		s.Sandbox = execgrpc.SandboxInfoToProto(*i.Sandbox)
+	}
+	return s
 }
 
 var stopReasons = map[orchestrator.StopReason]orchestratorv1.StopReason{
@@ -102,6 +109,8 @@ func eventToProto(ev orchestrator.Event) *orchestratorv1.ConverseResponse {
 		r.Event = &orchestratorv1.ConverseResponse_Error{Error: &orchestratorv1.Error{
 			Kind: ev.Error.Kind, Message: ev.Error.Message, Recoverable: ev.Error.Recoverable, Reason: eventReason(ev.Error.Err),
 		}}
+	case orchestrator.EventMCPToolsChanged:
+		r.Event = &orchestratorv1.ConverseResponse_McpToolsChanged{McpToolsChanged: execgrpc.MCPToolsChangedToProto(ev.MCPToolsChanged)}
 	case orchestrator.EventTurnComplete:
 		t := ev.Turn
 		r.Event = &orchestratorv1.ConverseResponse_TurnComplete{TurnComplete: &orchestratorv1.TurnComplete{

@@ -5,4 +5,7 @@
 // executor's refusal of the caller's request keeps its code and reason.
 //
 // It holds no conversation logic; that lives in pkg/orchestrator.
+//
+// Why one package of this size (about 500 lines): it is the one edge of
+// OrchestratorService, conversion and error mapping included.
 package orchgrpc

@@ -3,10 +3,12 @@ package orchgrpc
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/toolwire/toolwire/pkg/handshake"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/rpcerr"
@@ -38,6 +40,17 @@ func toStatus(err error, kv ...string) error {
 	}
 	code, reason := codes.Internal, rpcerr.Internal
 	switch {
+	case errors.Is(err, orchestrator.ErrSandboxRequirement):
+		code, reason = codes.FailedPrecondition, rpcerr.SandboxRequirementUnmet
+		var missing *handshake.MissingError
+		if errors.As(err, &missing) {
+			words := make([]string, 0, len(missing.Missing))
+			for _, m := range missing.Missing {
+				w, _, _ := strings.Cut(m, " ")
+				words = append(words, w)
+			}
+			kv = append(kv, "missing", strings.Join(words, ","))
+		}
 	case errors.Is(err, errFirstMessage):
 		code, reason = codes.InvalidArgument, rpcerr.InvalidFirstMessage
 	case errors.Is(err, errUnexpectedMessage):

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/toolwire/toolwire/pkg/handshake"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/rpcerr"
@@ -29,6 +30,8 @@ func TestToStatus(t *testing.T) {
 		{context.Canceled, codes.Canceled, rpcerr.Canceled},
 		{fmt.Errorf("turn: %w", context.DeadlineExceeded), codes.DeadlineExceeded, rpcerr.DeadlineExceeded},
 		{errors.New("a bug"), codes.Internal, rpcerr.Internal},
+		{fmt.Errorf("%w: x: %w", orchestrator.ErrSandboxRequirement, &handshake.MissingError{Missing: []string{"landlock (landlock_fs not in force)", "network:none (the network is \"host\")"}}),
+			codes.FailedPrecondition, rpcerr.SandboxRequirementUnmet},
 		{fmt.Errorf("%w: %w", orchestrator.ErrExecutorUnavailable, status.Error(codes.InvalidArgument, "refused")), codes.InvalidArgument, rpcerr.ExecutorRefused},
 		{fmt.Errorf("%w: %w", orchestrator.ErrExecutorUnavailable, status.Error(codes.PermissionDenied, "refused")), codes.FailedPrecondition, rpcerr.ExecutorRefused},
 		{fmt.Errorf("%w: %w", orchestrator.ErrExecutorUnavailable, status.Error(codes.Unavailable, "connection refused")), codes.Unavailable, rpcerr.ExecutorUnavailable},
@@ -40,6 +43,10 @@ func TestToStatus(t *testing.T) {
 			t.Errorf("toStatus(%v) = %v (reason %q, metadata %v), want %v with %s and the session id",
 				tt.err, err, rpcerr.Reason(err), rpcerr.Info(err).GetMetadata(), tt.code, tt.reason)
 		}
+	}
+	err := toStatus(fmt.Errorf("%w: x: %w", orchestrator.ErrSandboxRequirement, &handshake.MissingError{Missing: []string{"landlock (landlock_fs not in force)", "network:none (the network is \"host\")"}}))
+	if got := rpcerr.Metadata(err, "missing"); got != "landlock,network:none" {
+		t.Errorf("missing = %q", got)
 	}
 	if toStatus(nil) != nil {
 		t.Error("toStatus(nil) is not nil")

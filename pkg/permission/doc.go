@@ -41,4 +41,8 @@
 // by a Bash rule and, where a deny rule could apply to it, is asked about.
 //
 // The package is pure: Decide does no I/O and is safe for concurrent use.
+//
+// Why one package of this size (about 1,200 lines): rule parsing, the
+// path and command matchers and the decision order are one specification
+// (Claude Code's rule syntax) and are tested as one against it.
 package permission

@@ -89,6 +89,11 @@ const (
 	// ModelCredentialsMissing (FailedPrecondition): the orchestrator has no
 	// API key for the model.
 	ModelCredentialsMissing = "MODEL_CREDENTIALS_MISSING"
+	// SandboxRequirementUnmet (FailedPrecondition): the executor's Hello
+	// does not show a protection the client or the orchestrator requires
+	// (--require-sandbox, SessionConfig.require_sandbox); metadata missing
+	// lists the requirements not met, comma-separated.
+	SandboxRequirementUnmet = "SANDBOX_REQUIREMENT_UNMET"
 )
 
 // Reasons of authentication (all Unauthenticated).

@@ -42,4 +42,8 @@
 // sends in the Execute stream's opening message) use it; the conversion to
 // and from the wire message lives in settingspb, so this package stays free
 // of protobuf.
+//
+// Why one package of this size (about 800 lines): it mirrors the settings
+// file's shape, and reading, validating and merging the layers of one
+// shape belong together.
 package settings

@@ -5,4 +5,8 @@
 // It knows nothing of gRPC, queues or permissions. Tool implementations live
 // in the packages under pkg/tools; the pipeline that validates, authorises,
 // schedules and runs calls lives in pkg/executor.
+//
+// Why one package of this size (about 540 lines): it is the contract
+// between the executor and every tool (the interface, its environment,
+// results and the record of reads), and each part is used by all tools.
 package tool

@@ -14,4 +14,8 @@
 // Point the SDK at Server.URL (option.WithBaseURL, or ANTHROPIC_BASE_URL for
 // a child process). Accepted connections have TCP_NODELAY set so that
 // latency measurements are not distorted by Nagle's algorithm.
+//
+// Why one package of this size (about 650 lines): it serves the Messages
+// API's streaming events faithfully enough for the official SDK, and the
+// script format and the server that plays it change together.
 package fakeapi

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/settings"
 )
@@ -54,6 +55,15 @@ type Config struct {
 	// that a client can find the latest conversation held in a directory
 	// (Store.Latest). The orchestrator does not use it otherwise.
 	Directory string
+	// MCPServers are the session's own MCP servers, sent in the
+	// executor session's Open as they are (${VAR} already expanded by
+	// whoever had the right to: orchestrator -p from its user's
+	// environment; servers a remote client sends are never expanded).
+	MCPServers mcpclient.Servers
+	// RequireSandbox are the protections the session's executor must
+	// enforce (pkg/handshake's words); one whose Hello lacks one is
+	// refused.
+	RequireSandbox []string
 }
 
 // storedConfig is Config as persisted in a transcript.
@@ -73,6 +83,8 @@ type storedConfig struct {
 	ThinkingBudget  int             `json:"thinking_budget,omitempty"`
 	Options         json.RawMessage `json:"options,omitempty"`
 	Directory       string          `json:"directory,omitempty"`
+	MCPServers      json.RawMessage `json:"mcp_servers,omitempty"` // {"mcpServers": ...}, Claude Code's shape
+	RequireSandbox  []string        `json:"require_sandbox,omitempty"`
 }
 
 // storedSettings is settings.Settings as a transcript keeps it: the part a
@@ -200,8 +212,14 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		Executor: c.Executor, Pool: c.Pool, Model: c.Model, SystemPrompt: c.SystemPrompt, AppendSystem: c.AppendSystemPrompt,
 		MaxTokens: c.MaxTokens, MaxTurns: c.MaxTurns, AllowedTools: c.AllowedTools, DisallowedTools: c.DisallowedTools,
 		Workspace: c.Workspace, ThinkingBudget: c.ThinkingBudget, Directory: c.Directory,
+		RequireSandbox: c.RequireSandbox,
 	}
 	var err error
+	if len(c.MCPServers) > 0 {
+		if s.MCPServers, err = json.Marshal(map[string]mcpclient.Servers{"mcpServers": c.MCPServers}); err != nil {
+			return nil, fmt.Errorf("encode mcp servers: %w", err)
+		}
+	}
 	if c.Settings != nil {
 		if s.Settings, err = json.Marshal(settingsToStored(*c.Settings)); err != nil {
 			return nil, fmt.Errorf("encode settings: %w", err)
@@ -226,6 +244,14 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 		Executor: s.Executor, Pool: s.Pool, Model: s.Model, SystemPrompt: s.SystemPrompt, AppendSystemPrompt: s.AppendSystem,
 		MaxTokens: s.MaxTokens, MaxTurns: s.MaxTurns, AllowedTools: s.AllowedTools, DisallowedTools: s.DisallowedTools,
 		Workspace: s.Workspace, ThinkingBudget: s.ThinkingBudget, Directory: s.Directory,
+		RequireSandbox: s.RequireSandbox,
+	}
+	if len(s.MCPServers) > 0 {
+		servers, err := mcpclient.Parse(s.MCPServers)
+		if err != nil {
+			return fmt.Errorf("decode mcp servers: %w", err)
+		}
+		c.MCPServers = servers
 	}
 	switch s.Version {
 	case 0:

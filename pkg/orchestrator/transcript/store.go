@@ -7,6 +7,10 @@
 //
 // It is the orchestrator's persistence and knows nothing of turns or
 // executors beyond what a record says; pkg/orchestrator writes the records.
+//
+// Why one package of this size (about 800 lines): the record format, the
+// reading of its older forms and the Store are one file format's reader and
+// writer, tested against each other.
 package transcript
 
 import (

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolwire/toolwire/pkg/execapi"
+	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/permission"
 	"github.com/toolwire/toolwire/pkg/settings"
@@ -38,6 +39,11 @@ func TestStoreRoundTrip(t *testing.T) {
 		},
 		Options: &execapi.SessionOptions{ResultOrder: execapi.OrderCompletion, NoSiblingAbort: true, MaxConcurrency: 2,
 			DefaultTimeout: 90 * time.Second, PermissionTimeout: time.Minute},
+		MCPServers: mcpclient.Servers{
+			"ex":   {Command: "/bin/ex", Args: []string{"-v"}, Env: map[string]string{"K": "v"}},
+			"docs": {Type: "http", URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": "Bearer ${T}"}},
+		},
+		RequireSandbox: []string{"landlock", "network:none"},
 	}
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	if err := st.Create("s1", cfg, created); err != nil {
@@ -69,6 +75,9 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 	if !tr.Created.Equal(created) || tr.Turns != 1 || tr.Usage.InputTokens != 5 {
 		t.Fatalf("loaded header/turns: %+v", tr)
+	}
+	if !reflect.DeepEqual(tr.Config.MCPServers, cfg.MCPServers) || !reflect.DeepEqual(tr.Config.RequireSandbox, cfg.RequireSandbox) {
+		t.Errorf("MCP servers and sandbox requirements read back: %+v, %v", tr.Config.MCPServers, tr.Config.RequireSandbox)
 	}
 	if !reflect.DeepEqual(tr.Config.Settings, cfg.Settings) || !reflect.DeepEqual(tr.Config.Options, cfg.Options) ||
 		tr.Config.Model != "m" || tr.Config.MaxTurns != 7 || !reflect.DeepEqual(tr.Config.DisallowedTools, []string{"Write"}) {

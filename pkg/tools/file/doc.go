@@ -12,4 +12,8 @@
 //
 // It does not run processes and does not decide permissions; the executor
 // does that before a call gets here.
+//
+// Why one package of this size (about 1,300 lines): the four tools share
+// the read-before-write record and the output conventions, and each
+// tool is a file of its own.
 package file

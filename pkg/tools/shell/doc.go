@@ -8,4 +8,8 @@
 // timeouts, the working directory that persists between calls, and the
 // per-session registry of background shells. It does not decide whether a
 // command may run; permissions belong to the executor.
+//
+// Why one package of this size (about 1,500 lines): Bash and the background
+// shells share one registry and one output format, and TaskOutput and
+// TaskStop act on that registry.
 package shell

@@ -9,6 +9,10 @@
 //
 // It is for tests only and imports package testing. It never skips: a test
 // that needs Jaeger fails when the binary is missing, saying how to build it.
+//
+// Why one package of this size (about 950 lines): starting Jaeger and
+// reading its query API are one test fixture, and the trace model tests
+// walk is the shape that API returns.
 package jaegertest
 
 import (

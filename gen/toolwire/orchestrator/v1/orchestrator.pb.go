@@ -111,7 +111,15 @@ type Session struct {
 	// Messages in the transcript.
 	MessageCount uint32 `protobuf:"varint,7,opt,name=message_count,json=messageCount,proto3" json:"message_count,omitempty"`
 	// True while a turn runs.
-	Busy          bool `protobuf:"varint,8,opt,name=busy,proto3" json:"busy,omitempty"`
+	Busy bool `protobuf:"varint,8,opt,name=busy,proto3" json:"busy,omitempty"`
+	// What the executor's Hello said of its sandbox, so that a UI can show
+	// what confines the tools. Unset until the session connected to its
+	// executor (a session loaded from a transcript connects at its next
+	// turn).
+	Sandbox *v1.SandboxInfo `protobuf:"bytes,9,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	// The session's MCP servers (its own and the operator's) with their
+	// state, as the executor last reported them.
+	McpServers    []*v1.McpServerStatus `protobuf:"bytes,10,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -202,6 +210,20 @@ func (x *Session) GetBusy() bool {
 	return false
 }
 
+func (x *Session) GetSandbox() *v1.SandboxInfo {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
+func (x *Session) GetMcpServers() []*v1.McpServerStatus {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
 // SessionConfig is what a client may choose for a session.
 type SessionConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -228,9 +250,23 @@ type SessionConfig struct {
 	// Extended thinking budget in tokens; zero turns thinking off.
 	ThinkingBudgetTokens uint32 `protobuf:"varint,10,opt,name=thinking_budget_tokens,json=thinkingBudgetTokens,proto3" json:"thinking_budget_tokens,omitempty"`
 	// Scheduling options passed on to the executor.
-	Options       *v1.SessionOptions `protobuf:"bytes,11,opt,name=options,proto3" json:"options,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Options *v1.SessionOptions `protobuf:"bytes,11,opt,name=options,proto3" json:"options,omitempty"`
+	// The session's own MCP servers, by name, in the executor's Open
+	// besides the orchestrator's own (orchestrator serve --mcp-config).
+	// ${VAR} is not expanded: values are sent as given. Refused with
+	// INVALID_ARGUMENT when the orchestrator runs with --strict-mcp-config
+	// or a name is one of its own servers'.
+	McpServers map[string]*v1.McpServerConfig `protobuf:"bytes,12,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Protections the session's executor must enforce, in the words of
+	// `toolsvc call --require-sandbox` ("landlock", "network:none",
+	// "pid_isolation", "backend:landlock", ...), on top of the
+	// orchestrator's own --require-sandbox. An executor whose Hello lacks
+	// one is refused: FAILED_PRECONDITION with reason
+	// SANDBOX_REQUIREMENT_UNMET and the missing words in the metadata key
+	// "missing".
+	RequireSandbox []string `protobuf:"bytes,13,rep,name=require_sandbox,json=requireSandbox,proto3" json:"require_sandbox,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SessionConfig) Reset() {
@@ -336,6 +372,20 @@ func (x *SessionConfig) GetThinkingBudgetTokens() uint32 {
 func (x *SessionConfig) GetOptions() *v1.SessionOptions {
 	if x != nil {
 		return x.Options
+	}
+	return nil
+}
+
+func (x *SessionConfig) GetMcpServers() map[string]*v1.McpServerConfig {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
+func (x *SessionConfig) GetRequireSandbox() []string {
+	if x != nil {
+		return x.RequireSandbox
 	}
 	return nil
 }
@@ -987,11 +1037,12 @@ type ConverseResponse struct {
 	//	*ConverseResponse_TurnComplete
 	//	*ConverseResponse_Error
 	//	*ConverseResponse_Retry
+	//	*ConverseResponse_McpToolsChanged
 	Event isConverseResponse_Event `protobuf_oneof:"event"`
 	// Set on the events of a subagent (its tool_use, progress, result,
 	// permission request and retry events): the id of the Agent call that
 	// runs it. Empty for the conversation's own events.
-	ParentToolUseId string `protobuf:"bytes,11,opt,name=parent_tool_use_id,json=parentToolUseId,proto3" json:"parent_tool_use_id,omitempty"`
+	ParentToolUseId string `protobuf:"bytes,12,opt,name=parent_tool_use_id,json=parentToolUseId,proto3" json:"parent_tool_use_id,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -1121,6 +1172,15 @@ func (x *ConverseResponse) GetRetry() *Retry {
 	return nil
 }
 
+func (x *ConverseResponse) GetMcpToolsChanged() *v1.McpToolsChanged {
+	if x != nil {
+		if x, ok := x.Event.(*ConverseResponse_McpToolsChanged); ok {
+			return x.McpToolsChanged
+		}
+	}
+	return nil
+}
+
 func (x *ConverseResponse) GetParentToolUseId() string {
 	if x != nil {
 		return x.ParentToolUseId
@@ -1177,6 +1237,12 @@ type ConverseResponse_Retry struct {
 	Retry *Retry `protobuf:"bytes,10,opt,name=retry,proto3,oneof"`
 }
 
+type ConverseResponse_McpToolsChanged struct {
+	// The session's MCP servers or tools changed; the next model request
+	// offers the new tools.
+	McpToolsChanged *v1.McpToolsChanged `protobuf:"bytes,11,opt,name=mcp_tools_changed,json=mcpToolsChanged,proto3,oneof"`
+}
+
 func (*ConverseResponse_Attached) isConverseResponse_Event() {}
 
 func (*ConverseResponse_TextDelta) isConverseResponse_Event() {}
@@ -1194,6 +1260,8 @@ func (*ConverseResponse_TurnComplete) isConverseResponse_Event() {}
 func (*ConverseResponse_Error) isConverseResponse_Event() {}
 
 func (*ConverseResponse_Retry) isConverseResponse_Event() {}
+
+func (*ConverseResponse_McpToolsChanged) isConverseResponse_Event() {}
 
 // Attached confirms the stream is bound to a session.
 type Attached struct {
@@ -1681,7 +1749,7 @@ var File_toolwire_orchestrator_v1_orchestrator_proto protoreflect.FileDescriptor
 
 const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\n" +
-	"+toolwire/orchestrator/v1/orchestrator.proto\x12\x18toolwire.orchestrator.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#toolwire/executor/v1/executor.proto\"\x8c\x02\n" +
+	"+toolwire/orchestrator/v1/orchestrator.proto\x12\x18toolwire.orchestrator.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#toolwire/executor/v1/executor.proto\"\x91\x03\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bexecutor\x18\x02 \x01(\tR\bexecutor\x12\x14\n" +
@@ -1691,7 +1759,11 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\x05turns\x18\x05 \x01(\rR\x05turns\x125\n" +
 	"\x05usage\x18\x06 \x01(\v2\x1f.toolwire.orchestrator.v1.UsageR\x05usage\x12#\n" +
 	"\rmessage_count\x18\a \x01(\rR\fmessageCount\x12\x12\n" +
-	"\x04busy\x18\b \x01(\bR\x04busy\"\xc2\x03\n" +
+	"\x04busy\x18\b \x01(\bR\x04busy\x12;\n" +
+	"\asandbox\x18\t \x01(\v2!.toolwire.executor.v1.SandboxInfoR\asandbox\x12F\n" +
+	"\vmcp_servers\x18\n" +
+	" \x03(\v2%.toolwire.executor.v1.McpServerStatusR\n" +
+	"mcpServers\"\xab\x05\n" +
 	"\rSessionConfig\x12\x1a\n" +
 	"\bexecutor\x18\x01 \x01(\tR\bexecutor\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12#\n" +
@@ -1705,7 +1777,13 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\tworkspace\x18\t \x01(\tR\tworkspace\x124\n" +
 	"\x16thinking_budget_tokens\x18\n" +
 	" \x01(\rR\x14thinkingBudgetTokens\x12>\n" +
-	"\aoptions\x18\v \x01(\v2$.toolwire.executor.v1.SessionOptionsR\aoptions\"v\n" +
+	"\aoptions\x18\v \x01(\v2$.toolwire.executor.v1.SessionOptionsR\aoptions\x12X\n" +
+	"\vmcp_servers\x18\f \x03(\v27.toolwire.orchestrator.v1.SessionConfig.McpServersEntryR\n" +
+	"mcpServers\x12'\n" +
+	"\x0frequire_sandbox\x18\r \x03(\tR\x0erequireSandbox\x1ad\n" +
+	"\x0fMcpServersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
+	"\x05value\x18\x02 \x01(\v2%.toolwire.executor.v1.McpServerConfigR\x05value:\x028\x01\"v\n" +
 	"\x14CreateSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12?\n" +
@@ -1737,7 +1815,7 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\vUserMessage\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"#\n" +
 	"\tInterrupt\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xd8\x05\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xad\x06\n" +
 	"\x10ConverseResponse\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12@\n" +
 	"\battached\x18\x02 \x01(\v2\".toolwire.orchestrator.v1.AttachedH\x00R\battached\x12D\n" +
@@ -1751,8 +1829,9 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\rturn_complete\x18\b \x01(\v2&.toolwire.orchestrator.v1.TurnCompleteH\x00R\fturnComplete\x127\n" +
 	"\x05error\x18\t \x01(\v2\x1f.toolwire.orchestrator.v1.ErrorH\x00R\x05error\x127\n" +
 	"\x05retry\x18\n" +
-	" \x01(\v2\x1f.toolwire.orchestrator.v1.RetryH\x00R\x05retry\x12+\n" +
-	"\x12parent_tool_use_id\x18\v \x01(\tR\x0fparentToolUseIdB\a\n" +
+	" \x01(\v2\x1f.toolwire.orchestrator.v1.RetryH\x00R\x05retry\x12S\n" +
+	"\x11mcp_tools_changed\x18\v \x01(\v2%.toolwire.executor.v1.McpToolsChangedH\x00R\x0fmcpToolsChanged\x12+\n" +
+	"\x12parent_tool_use_id\x18\f \x01(\tR\x0fparentToolUseIdB\a\n" +
 	"\x05event\"G\n" +
 	"\bAttached\x12;\n" +
 	"\asession\x18\x01 \x01(\v2!.toolwire.orchestrator.v1.SessionR\asession\">\n" +
@@ -1819,7 +1898,7 @@ func file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_orchestrator_v1_orchestrator_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_toolwire_orchestrator_v1_orchestrator_proto_goTypes = []any{
 	(StopReason)(0),               // 0: toolwire.orchestrator.v1.StopReason
 	(*Session)(nil),               // 1: toolwire.orchestrator.v1.Session
@@ -1844,57 +1923,67 @@ var file_toolwire_orchestrator_v1_orchestrator_proto_goTypes = []any{
 	(*Usage)(nil),                 // 20: toolwire.orchestrator.v1.Usage
 	(*Error)(nil),                 // 21: toolwire.orchestrator.v1.Error
 	(*Retry)(nil),                 // 22: toolwire.orchestrator.v1.Retry
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
-	(*v1.Settings)(nil),           // 24: toolwire.executor.v1.Settings
-	(*v1.SessionOptions)(nil),     // 25: toolwire.executor.v1.SessionOptions
-	(*v1.PermissionDecision)(nil), // 26: toolwire.executor.v1.PermissionDecision
-	(*v1.Progress)(nil),           // 27: toolwire.executor.v1.Progress
-	(*v1.Result)(nil),             // 28: toolwire.executor.v1.Result
-	(*v1.PermissionRequest)(nil),  // 29: toolwire.executor.v1.PermissionRequest
-	(*durationpb.Duration)(nil),   // 30: google.protobuf.Duration
+	nil,                           // 23: toolwire.orchestrator.v1.SessionConfig.McpServersEntry
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(*v1.SandboxInfo)(nil),        // 25: toolwire.executor.v1.SandboxInfo
+	(*v1.McpServerStatus)(nil),    // 26: toolwire.executor.v1.McpServerStatus
+	(*v1.Settings)(nil),           // 27: toolwire.executor.v1.Settings
+	(*v1.SessionOptions)(nil),     // 28: toolwire.executor.v1.SessionOptions
+	(*v1.PermissionDecision)(nil), // 29: toolwire.executor.v1.PermissionDecision
+	(*v1.Progress)(nil),           // 30: toolwire.executor.v1.Progress
+	(*v1.Result)(nil),             // 31: toolwire.executor.v1.Result
+	(*v1.PermissionRequest)(nil),  // 32: toolwire.executor.v1.PermissionRequest
+	(*v1.McpToolsChanged)(nil),    // 33: toolwire.executor.v1.McpToolsChanged
+	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
+	(*v1.McpServerConfig)(nil),    // 35: toolwire.executor.v1.McpServerConfig
 }
 var file_toolwire_orchestrator_v1_orchestrator_proto_depIdxs = []int32{
-	23, // 0: toolwire.orchestrator.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	24, // 0: toolwire.orchestrator.v1.Session.created_at:type_name -> google.protobuf.Timestamp
 	20, // 1: toolwire.orchestrator.v1.Session.usage:type_name -> toolwire.orchestrator.v1.Usage
-	24, // 2: toolwire.orchestrator.v1.SessionConfig.settings:type_name -> toolwire.executor.v1.Settings
-	25, // 3: toolwire.orchestrator.v1.SessionConfig.options:type_name -> toolwire.executor.v1.SessionOptions
-	2,  // 4: toolwire.orchestrator.v1.CreateSessionRequest.config:type_name -> toolwire.orchestrator.v1.SessionConfig
-	1,  // 5: toolwire.orchestrator.v1.CreateSessionResponse.session:type_name -> toolwire.orchestrator.v1.Session
-	1,  // 6: toolwire.orchestrator.v1.GetSessionResponse.session:type_name -> toolwire.orchestrator.v1.Session
-	1,  // 7: toolwire.orchestrator.v1.ListSessionsResponse.sessions:type_name -> toolwire.orchestrator.v1.Session
-	12, // 8: toolwire.orchestrator.v1.ConverseRequest.attach:type_name -> toolwire.orchestrator.v1.Attach
-	13, // 9: toolwire.orchestrator.v1.ConverseRequest.user_message:type_name -> toolwire.orchestrator.v1.UserMessage
-	26, // 10: toolwire.orchestrator.v1.ConverseRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
-	14, // 11: toolwire.orchestrator.v1.ConverseRequest.interrupt:type_name -> toolwire.orchestrator.v1.Interrupt
-	16, // 12: toolwire.orchestrator.v1.ConverseResponse.attached:type_name -> toolwire.orchestrator.v1.Attached
-	17, // 13: toolwire.orchestrator.v1.ConverseResponse.text_delta:type_name -> toolwire.orchestrator.v1.TextDelta
-	18, // 14: toolwire.orchestrator.v1.ConverseResponse.tool_use:type_name -> toolwire.orchestrator.v1.ToolUseAnnounced
-	27, // 15: toolwire.orchestrator.v1.ConverseResponse.tool_progress:type_name -> toolwire.executor.v1.Progress
-	28, // 16: toolwire.orchestrator.v1.ConverseResponse.tool_result:type_name -> toolwire.executor.v1.Result
-	29, // 17: toolwire.orchestrator.v1.ConverseResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
-	19, // 18: toolwire.orchestrator.v1.ConverseResponse.turn_complete:type_name -> toolwire.orchestrator.v1.TurnComplete
-	21, // 19: toolwire.orchestrator.v1.ConverseResponse.error:type_name -> toolwire.orchestrator.v1.Error
-	22, // 20: toolwire.orchestrator.v1.ConverseResponse.retry:type_name -> toolwire.orchestrator.v1.Retry
-	1,  // 21: toolwire.orchestrator.v1.Attached.session:type_name -> toolwire.orchestrator.v1.Session
-	0,  // 22: toolwire.orchestrator.v1.TurnComplete.stop_reason:type_name -> toolwire.orchestrator.v1.StopReason
-	20, // 23: toolwire.orchestrator.v1.TurnComplete.usage:type_name -> toolwire.orchestrator.v1.Usage
-	30, // 24: toolwire.orchestrator.v1.TurnComplete.duration:type_name -> google.protobuf.Duration
-	30, // 25: toolwire.orchestrator.v1.Retry.delay:type_name -> google.protobuf.Duration
-	3,  // 26: toolwire.orchestrator.v1.OrchestratorService.CreateSession:input_type -> toolwire.orchestrator.v1.CreateSessionRequest
-	5,  // 27: toolwire.orchestrator.v1.OrchestratorService.GetSession:input_type -> toolwire.orchestrator.v1.GetSessionRequest
-	7,  // 28: toolwire.orchestrator.v1.OrchestratorService.ListSessions:input_type -> toolwire.orchestrator.v1.ListSessionsRequest
-	9,  // 29: toolwire.orchestrator.v1.OrchestratorService.DeleteSession:input_type -> toolwire.orchestrator.v1.DeleteSessionRequest
-	11, // 30: toolwire.orchestrator.v1.OrchestratorService.Converse:input_type -> toolwire.orchestrator.v1.ConverseRequest
-	4,  // 31: toolwire.orchestrator.v1.OrchestratorService.CreateSession:output_type -> toolwire.orchestrator.v1.CreateSessionResponse
-	6,  // 32: toolwire.orchestrator.v1.OrchestratorService.GetSession:output_type -> toolwire.orchestrator.v1.GetSessionResponse
-	8,  // 33: toolwire.orchestrator.v1.OrchestratorService.ListSessions:output_type -> toolwire.orchestrator.v1.ListSessionsResponse
-	10, // 34: toolwire.orchestrator.v1.OrchestratorService.DeleteSession:output_type -> toolwire.orchestrator.v1.DeleteSessionResponse
-	15, // 35: toolwire.orchestrator.v1.OrchestratorService.Converse:output_type -> toolwire.orchestrator.v1.ConverseResponse
-	31, // [31:36] is the sub-list for method output_type
-	26, // [26:31] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	25, // 2: toolwire.orchestrator.v1.Session.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
+	26, // 3: toolwire.orchestrator.v1.Session.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
+	27, // 4: toolwire.orchestrator.v1.SessionConfig.settings:type_name -> toolwire.executor.v1.Settings
+	28, // 5: toolwire.orchestrator.v1.SessionConfig.options:type_name -> toolwire.executor.v1.SessionOptions
+	23, // 6: toolwire.orchestrator.v1.SessionConfig.mcp_servers:type_name -> toolwire.orchestrator.v1.SessionConfig.McpServersEntry
+	2,  // 7: toolwire.orchestrator.v1.CreateSessionRequest.config:type_name -> toolwire.orchestrator.v1.SessionConfig
+	1,  // 8: toolwire.orchestrator.v1.CreateSessionResponse.session:type_name -> toolwire.orchestrator.v1.Session
+	1,  // 9: toolwire.orchestrator.v1.GetSessionResponse.session:type_name -> toolwire.orchestrator.v1.Session
+	1,  // 10: toolwire.orchestrator.v1.ListSessionsResponse.sessions:type_name -> toolwire.orchestrator.v1.Session
+	12, // 11: toolwire.orchestrator.v1.ConverseRequest.attach:type_name -> toolwire.orchestrator.v1.Attach
+	13, // 12: toolwire.orchestrator.v1.ConverseRequest.user_message:type_name -> toolwire.orchestrator.v1.UserMessage
+	29, // 13: toolwire.orchestrator.v1.ConverseRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
+	14, // 14: toolwire.orchestrator.v1.ConverseRequest.interrupt:type_name -> toolwire.orchestrator.v1.Interrupt
+	16, // 15: toolwire.orchestrator.v1.ConverseResponse.attached:type_name -> toolwire.orchestrator.v1.Attached
+	17, // 16: toolwire.orchestrator.v1.ConverseResponse.text_delta:type_name -> toolwire.orchestrator.v1.TextDelta
+	18, // 17: toolwire.orchestrator.v1.ConverseResponse.tool_use:type_name -> toolwire.orchestrator.v1.ToolUseAnnounced
+	30, // 18: toolwire.orchestrator.v1.ConverseResponse.tool_progress:type_name -> toolwire.executor.v1.Progress
+	31, // 19: toolwire.orchestrator.v1.ConverseResponse.tool_result:type_name -> toolwire.executor.v1.Result
+	32, // 20: toolwire.orchestrator.v1.ConverseResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
+	19, // 21: toolwire.orchestrator.v1.ConverseResponse.turn_complete:type_name -> toolwire.orchestrator.v1.TurnComplete
+	21, // 22: toolwire.orchestrator.v1.ConverseResponse.error:type_name -> toolwire.orchestrator.v1.Error
+	22, // 23: toolwire.orchestrator.v1.ConverseResponse.retry:type_name -> toolwire.orchestrator.v1.Retry
+	33, // 24: toolwire.orchestrator.v1.ConverseResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
+	1,  // 25: toolwire.orchestrator.v1.Attached.session:type_name -> toolwire.orchestrator.v1.Session
+	0,  // 26: toolwire.orchestrator.v1.TurnComplete.stop_reason:type_name -> toolwire.orchestrator.v1.StopReason
+	20, // 27: toolwire.orchestrator.v1.TurnComplete.usage:type_name -> toolwire.orchestrator.v1.Usage
+	34, // 28: toolwire.orchestrator.v1.TurnComplete.duration:type_name -> google.protobuf.Duration
+	34, // 29: toolwire.orchestrator.v1.Retry.delay:type_name -> google.protobuf.Duration
+	35, // 30: toolwire.orchestrator.v1.SessionConfig.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
+	3,  // 31: toolwire.orchestrator.v1.OrchestratorService.CreateSession:input_type -> toolwire.orchestrator.v1.CreateSessionRequest
+	5,  // 32: toolwire.orchestrator.v1.OrchestratorService.GetSession:input_type -> toolwire.orchestrator.v1.GetSessionRequest
+	7,  // 33: toolwire.orchestrator.v1.OrchestratorService.ListSessions:input_type -> toolwire.orchestrator.v1.ListSessionsRequest
+	9,  // 34: toolwire.orchestrator.v1.OrchestratorService.DeleteSession:input_type -> toolwire.orchestrator.v1.DeleteSessionRequest
+	11, // 35: toolwire.orchestrator.v1.OrchestratorService.Converse:input_type -> toolwire.orchestrator.v1.ConverseRequest
+	4,  // 36: toolwire.orchestrator.v1.OrchestratorService.CreateSession:output_type -> toolwire.orchestrator.v1.CreateSessionResponse
+	6,  // 37: toolwire.orchestrator.v1.OrchestratorService.GetSession:output_type -> toolwire.orchestrator.v1.GetSessionResponse
+	8,  // 38: toolwire.orchestrator.v1.OrchestratorService.ListSessions:output_type -> toolwire.orchestrator.v1.ListSessionsResponse
+	10, // 39: toolwire.orchestrator.v1.OrchestratorService.DeleteSession:output_type -> toolwire.orchestrator.v1.DeleteSessionResponse
+	15, // 40: toolwire.orchestrator.v1.OrchestratorService.Converse:output_type -> toolwire.orchestrator.v1.ConverseResponse
+	36, // [36:41] is the sub-list for method output_type
+	31, // [31:36] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_orchestrator_v1_orchestrator_proto_init() }
@@ -1918,6 +2007,7 @@ func file_toolwire_orchestrator_v1_orchestrator_proto_init() {
 		(*ConverseResponse_TurnComplete)(nil),
 		(*ConverseResponse_Error)(nil),
 		(*ConverseResponse_Retry)(nil),
+		(*ConverseResponse_McpToolsChanged)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1925,7 +2015,7 @@ func file_toolwire_orchestrator_v1_orchestrator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc), len(file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

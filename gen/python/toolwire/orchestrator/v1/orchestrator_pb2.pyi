@@ -43,9 +43,10 @@ class ConverseRequest(_message.Message):
     def __init__(self, attach: _Optional[_Union[Attach, _Mapping]] = ..., user_message: _Optional[_Union[UserMessage, _Mapping]] = ..., permission_decision: _Optional[_Union[_executor_pb2.PermissionDecision, _Mapping]] = ..., interrupt: _Optional[_Union[Interrupt, _Mapping]] = ...) -> None: ...
 
 class ConverseResponse(_message.Message):
-    __slots__ = ["attached", "error", "parent_tool_use_id", "permission_request", "retry", "sequence", "text_delta", "tool_progress", "tool_result", "tool_use", "turn_complete"]
+    __slots__ = ["attached", "error", "mcp_tools_changed", "parent_tool_use_id", "permission_request", "retry", "sequence", "text_delta", "tool_progress", "tool_result", "tool_use", "turn_complete"]
     ATTACHED_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    MCP_TOOLS_CHANGED_FIELD_NUMBER: _ClassVar[int]
     PARENT_TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
     PERMISSION_REQUEST_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +58,7 @@ class ConverseResponse(_message.Message):
     TURN_COMPLETE_FIELD_NUMBER: _ClassVar[int]
     attached: Attached
     error: Error
+    mcp_tools_changed: _executor_pb2.McpToolsChanged
     parent_tool_use_id: str
     permission_request: _executor_pb2.PermissionRequest
     retry: Retry
@@ -66,7 +68,7 @@ class ConverseResponse(_message.Message):
     tool_result: _executor_pb2.Result
     tool_use: ToolUseAnnounced
     turn_complete: TurnComplete
-    def __init__(self, sequence: _Optional[int] = ..., attached: _Optional[_Union[Attached, _Mapping]] = ..., text_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_use: _Optional[_Union[ToolUseAnnounced, _Mapping]] = ..., tool_progress: _Optional[_Union[_executor_pb2.Progress, _Mapping]] = ..., tool_result: _Optional[_Union[_executor_pb2.Result, _Mapping]] = ..., permission_request: _Optional[_Union[_executor_pb2.PermissionRequest, _Mapping]] = ..., turn_complete: _Optional[_Union[TurnComplete, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., retry: _Optional[_Union[Retry, _Mapping]] = ..., parent_tool_use_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, sequence: _Optional[int] = ..., attached: _Optional[_Union[Attached, _Mapping]] = ..., text_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_use: _Optional[_Union[ToolUseAnnounced, _Mapping]] = ..., tool_progress: _Optional[_Union[_executor_pb2.Progress, _Mapping]] = ..., tool_result: _Optional[_Union[_executor_pb2.Result, _Mapping]] = ..., permission_request: _Optional[_Union[_executor_pb2.PermissionRequest, _Mapping]] = ..., turn_complete: _Optional[_Union[TurnComplete, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., retry: _Optional[_Union[Retry, _Mapping]] = ..., mcp_tools_changed: _Optional[_Union[_executor_pb2.McpToolsChanged, _Mapping]] = ..., parent_tool_use_id: _Optional[str] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
     __slots__ = ["config", "session_id"]
@@ -145,34 +147,47 @@ class Retry(_message.Message):
     def __init__(self, attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., delay: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ["busy", "created_at", "executor", "id", "message_count", "model", "turns", "usage"]
+    __slots__ = ["busy", "created_at", "executor", "id", "mcp_servers", "message_count", "model", "sandbox", "turns", "usage"]
     BUSY_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     EXECUTOR_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
     TURNS_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     busy: bool
     created_at: _timestamp_pb2.Timestamp
     executor: str
     id: str
+    mcp_servers: _containers.RepeatedCompositeFieldContainer[_executor_pb2.McpServerStatus]
     message_count: int
     model: str
+    sandbox: _executor_pb2.SandboxInfo
     turns: int
     usage: Usage
-    def __init__(self, id: _Optional[str] = ..., executor: _Optional[str] = ..., model: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., turns: _Optional[int] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., message_count: _Optional[int] = ..., busy: bool = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., executor: _Optional[str] = ..., model: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., turns: _Optional[int] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., message_count: _Optional[int] = ..., busy: bool = ..., sandbox: _Optional[_Union[_executor_pb2.SandboxInfo, _Mapping]] = ..., mcp_servers: _Optional[_Iterable[_Union[_executor_pb2.McpServerStatus, _Mapping]]] = ...) -> None: ...
 
 class SessionConfig(_message.Message):
-    __slots__ = ["allowed_tools", "disallowed_tools", "executor", "max_tokens", "max_turns", "model", "options", "settings", "system_prompt", "thinking_budget_tokens", "workspace"]
+    __slots__ = ["allowed_tools", "disallowed_tools", "executor", "max_tokens", "max_turns", "mcp_servers", "model", "options", "require_sandbox", "settings", "system_prompt", "thinking_budget_tokens", "workspace"]
+    class McpServersEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _executor_pb2.McpServerConfig
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_executor_pb2.McpServerConfig, _Mapping]] = ...) -> None: ...
     ALLOWED_TOOLS_FIELD_NUMBER: _ClassVar[int]
     DISALLOWED_TOOLS_FIELD_NUMBER: _ClassVar[int]
     EXECUTOR_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MAX_TURNS_FIELD_NUMBER: _ClassVar[int]
+    MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    REQUIRE_SANDBOX_FIELD_NUMBER: _ClassVar[int]
     SETTINGS_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_PROMPT_FIELD_NUMBER: _ClassVar[int]
     THINKING_BUDGET_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -182,13 +197,15 @@ class SessionConfig(_message.Message):
     executor: str
     max_tokens: int
     max_turns: int
+    mcp_servers: _containers.MessageMap[str, _executor_pb2.McpServerConfig]
     model: str
     options: _executor_pb2.SessionOptions
+    require_sandbox: _containers.RepeatedScalarFieldContainer[str]
     settings: _executor_pb2.Settings
     system_prompt: str
     thinking_budget_tokens: int
     workspace: str
-    def __init__(self, executor: _Optional[str] = ..., model: _Optional[str] = ..., system_prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., max_turns: _Optional[int] = ..., allowed_tools: _Optional[_Iterable[str]] = ..., disallowed_tools: _Optional[_Iterable[str]] = ..., settings: _Optional[_Union[_executor_pb2.Settings, _Mapping]] = ..., workspace: _Optional[str] = ..., thinking_budget_tokens: _Optional[int] = ..., options: _Optional[_Union[_executor_pb2.SessionOptions, _Mapping]] = ...) -> None: ...
+    def __init__(self, executor: _Optional[str] = ..., model: _Optional[str] = ..., system_prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., max_turns: _Optional[int] = ..., allowed_tools: _Optional[_Iterable[str]] = ..., disallowed_tools: _Optional[_Iterable[str]] = ..., settings: _Optional[_Union[_executor_pb2.Settings, _Mapping]] = ..., workspace: _Optional[str] = ..., thinking_budget_tokens: _Optional[int] = ..., options: _Optional[_Union[_executor_pb2.SessionOptions, _Mapping]] = ..., mcp_servers: _Optional[_Mapping[str, _executor_pb2.McpServerConfig]] = ..., require_sandbox: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TextDelta(_message.Message):
     __slots__ = ["message_id", "text"]
