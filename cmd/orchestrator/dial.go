@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
+	"github.com/toolwire/toolwire/pkg/ccenv"
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/rpcauth"
@@ -53,6 +54,17 @@ func (d *dialer) setSandboxSettings(s settings.Sandbox) {
 	defer d.mu.Unlock()
 	if d.emb == nil {
 		d.embeddedCfg.SandboxSettings = s
+	}
+}
+
+// setLimits sets what Claude Code's variables say of the in-process
+// executor's limits; it has no effect once the executor started.
+func (d *dialer) setLimits(l ccenv.Limits) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.emb == nil {
+		d.embeddedCfg.Limits = embeddedLimits(l)
+		d.embeddedCfg.MaxConcurrency = l.MaxConcurrency
 	}
 }
 

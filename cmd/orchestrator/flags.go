@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/ccenv"
 	"github.com/toolwire/toolwire/pkg/egress"
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/model"
@@ -18,6 +19,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/settings"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 // listFlag is a repeatable flag whose values may also be separated by commas
@@ -111,6 +113,10 @@ type common struct {
 	// in-process executor (set by loadSettings).
 	sandboxSettings settings.Sandbox
 
+	// limits are what Claude Code's variables (pkg/ccenv) set, for the
+	// in-process executor.
+	limits ccenv.Limits
+
 	executorSecurity *rpcauth.ClientConfig // TLS and token of the link to a remote executor
 }
 
@@ -166,7 +172,18 @@ func (c *common) embeddedConfig(log *slog.Logger) embedded.Config {
 			ReadOnlyPaths: c.sandboxRead, ReadWritePaths: c.sandboxWrite,
 		},
 		Explain: setupHints.Explain,
+		Limits:  embeddedLimits(c.limits),
+		// Zero (none of the variables) is the executor's default.
+		MaxConcurrency: c.limits.MaxConcurrency,
 	})
+}
+
+// embeddedLimits are the Bash timeouts of the in-process executor, which
+// orchestrator has no flags for: those of Claude Code's variables, else
+// the defaults.
+func embeddedLimits(l ccenv.Limits) tool.Limits {
+	d, m := l.Timeouts(0, 0, tool.DefaultTimeout, tool.DefaultMaxTimeout)
+	return tool.Limits{DefaultTimeout: d, MaxTimeout: m}
 }
 
 // checkSandboxFlags fails early on values of --sandbox and --network that

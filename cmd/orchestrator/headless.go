@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/ccenv"
 	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/model"
@@ -27,7 +28,7 @@ import (
 // headlessFlags are the flags of orchestrator -p beyond the common ones.
 type headlessFlags struct {
 	print, cont, verbose, version                  bool
-	outputFormat, permissionMode, resume           string
+	outputFormat, permissionMode, resume, rewindTo string
 	sessionID, systemPrompt, appendSystem, workDir string
 	allowed, disallowed, tools                     listFlag
 	mcp                                            mcpFlags
@@ -41,6 +42,7 @@ func (h *headlessFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&h.cont, "continue", false, "go on with the latest conversation held in the current directory")
 	fs.StringVar(&h.resume, "r", "", "same as --resume")
 	fs.StringVar(&h.resume, "resume", "", "go on with the conversation with this session id")
+	fs.StringVar(&h.rewindTo, "rewind-to", "", "with --resume or --continue: first go back to before the assistant message holding this tool_use id: the files Write, Edit and NotebookEdit changed from there on are restored, and the conversation is cut there; the prompt, if any, goes on from that point")
 	fs.StringVar(&h.outputFormat, "output-format", "text", "output: text (the final answer), json (one result object) or stream-json (one JSON event per line)")
 	fs.BoolVar(&h.verbose, "verbose", false, "show every tool call and its output on stderr (text and json output)")
 	fs.BoolVar(&h.version, "v", false, "same as --version")
@@ -105,12 +107,17 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2, usagef("--continue and --resume both name the conversation to go on with; give one")
 	case (h.cont || h.resume != "") && h.sessionID != "":
 		return 2, usagef("--session-id names a new conversation; it cannot go with --continue or --resume")
+	case h.rewindTo != "" && !h.cont && h.resume == "":
+		return 2, usagef("--rewind-to goes back in a conversation: name it with --resume or --continue")
 	}
 	dir, err := clientDir()
 	if err != nil {
 		return 1, err
 	}
 	prompt, err := readPrompt(ctx, strings.Join(pos, " "), stdin, stderr)
+	if errors.Is(err, errNoPrompt) && h.rewindTo != "" {
+		err = nil // rewind only
+	}
 	if errors.Is(err, errNoPrompt) {
 		return 2, usageError{err}
 	}
@@ -201,6 +208,14 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	for _, sk := range skipped {
 		fmt.Fprintf(stderr, "orchestrator: %s: MCP server %q not used: %s\n", projectMCPFile, sk.name, sk.reason)
+	}
+	if h.rewindTo != "" {
+		if err := rewind(ctx, sess, h.rewindTo, stderr); err != nil {
+			return 1, err
+		}
+		if prompt == "" {
+			return 0, nil
+		}
 	}
 	out := newPrinter(h.outputFormat, stdout, sess)
 	out.skippedMCP = skipped
@@ -323,6 +338,13 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 	// executor's own (operator's) policy already; sent again as the
 	// session's, they would narrow --allowed-domains down to the files'.
 	r.dial.setSandboxSettings(sandboxSettings)
+	// Claude Code's variables: the environment's, then the settings
+	// files' "env" (pkg/ccenv).
+	limits, err := ccenv.Read(r.getenv, permissions.Env)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	r.dial.setLimits(limits)
 	if embedded {
 		permissions.Sandbox.Network = settings.Network{}
 	}

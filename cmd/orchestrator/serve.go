@@ -10,6 +10,7 @@ import (
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/toolwire/toolwire/pkg/ccenv"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/orchgrpc"
@@ -73,6 +74,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	}
 	mcpServers, err := mcp.load(getenv)
 	if err != nil {
+		return err
+	}
+	if c.limits, err = ccenv.Read(getenv, settings.Env); err != nil {
 		return err
 	}
 	store, err := c.store()

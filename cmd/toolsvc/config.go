@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/ccenv"
+	"github.com/toolwire/toolwire/pkg/checkpoint"
 	"github.com/toolwire/toolwire/pkg/egress"
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/execsvc"
@@ -71,11 +73,12 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 	var (
 		root          = fs.String("root", ".", "workspace root: sessions work here or in directories under it")
 		sessionDirs   = fs.Bool("session-dirs", false, "give each session without a workspace its own directory under --root")
-		maxConc       = fs.Int("max-concurrency", envInt("TOOLWIRE_MAX_TOOL_CONCURRENCY", 10), "parallel concurrency-safe calls per session (env TOOLWIRE_MAX_TOOL_CONCURRENCY)")
-		defTimeout    = fs.Duration("default-timeout", tool.DefaultTimeout, "Bash timeout when a call gives none")
-		maxTimeout    = fs.Duration("max-timeout", tool.DefaultMaxTimeout, "largest Bash timeout a call may ask for")
+		maxConc       = fs.Int("max-concurrency", executor.DefaultMaxConcurrency, "parallel concurrency-safe calls per session (env TOOLWIRE_MAX_TOOL_CONCURRENCY, else CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY)")
+		defTimeout    = fs.Duration("default-timeout", tool.DefaultTimeout, "Bash timeout when a call gives none (env BASH_DEFAULT_TIMEOUT_MS, in milliseconds)")
+		maxTimeout    = fs.Duration("max-timeout", tool.DefaultMaxTimeout, "largest Bash timeout a call may ask for (env BASH_MAX_TIMEOUT_MS, in milliseconds; never below the default timeout)")
 		maxOutput     = fs.Int("max-output-chars", tool.DefaultMaxOutputChars, "Bash output returned inline before it is shortened")
 		maxRead       = fs.Int64("max-read-bytes", tool.DefaultMaxReadBytes, "largest file Read returns without offset/limit")
+		checkpoints   = fs.Int64("checkpoint-bytes", checkpoint.DefaultMaxBytes, "previous file content each session keeps to restore what Write, Edit and NotebookEdit changed; the oldest checkpoints are dropped beyond it")
 		retention     = fs.Duration("retention", 5*time.Minute, "how long a disconnected session and its events are kept for resume")
 		permTimeout   = fs.Duration("permission-timeout", 5*time.Minute, "how long a call waits for a permission decision before it is denied")
 		backend       = fs.String("sandbox", "landlock", `process confinement: "landlock" or "none" (no confinement; only when you mean it)`)
@@ -149,6 +152,26 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 				return execsvc.Config{}, fmt.Errorf("--settings: %w", err)
 			}
 		}
+		// Claude Code's variables, under the flags: flag, then
+		// TOOLWIRE_MAX_TOOL_CONCURRENCY, then Claude Code's names in the
+		// environment, then the "env" object of --settings.
+		envLimits, err := ccenv.Read(os.Getenv, operator.Env)
+		if err != nil {
+			return execsvc.Config{}, err
+		}
+		given := func(name string, v time.Duration) time.Duration {
+			if isSet(fs, name) {
+				return v
+			}
+			return 0
+		}
+		*defTimeout, *maxTimeout = envLimits.Timeouts(given("default-timeout", *defTimeout), given("max-timeout", *maxTimeout), tool.DefaultTimeout, tool.DefaultMaxTimeout)
+		if isSet(fs, "max-concurrency") && *maxConc <= 0 {
+			return execsvc.Config{}, fmt.Errorf("--max-concurrency must be positive, not %d", *maxConc)
+		}
+		if !isSet(fs, "max-concurrency") {
+			*maxConc = envLimits.Concurrency(0, executor.DefaultMaxConcurrency)
+		}
 		cfg := execsvc.Config{
 			Operator:        operator,
 			Durable:         *fsync,
@@ -163,6 +186,8 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 				MaxTimeout:     *maxTimeout,
 				MaxOutputChars: *maxOutput,
 				MaxReadBytes:   *maxRead,
+				// Zero or less: the default.
+				MaxCheckpointBytes: *checkpoints,
 			},
 			MaxConcurrency:    *maxConc,
 			Retention:         *retention,

@@ -15,4 +15,8 @@
 // The package holds types, not behaviour. It imports the standard library
 // and the domain packages whose types a session carries (pkg/tool,
 // pkg/settings, pkg/mcpclient); never gRPC or generated code.
+//
+// Why one package of this size (about 500 lines): it is the whole vocabulary
+// between an executor session and its client; both sides must see one
+// definition of each request, event and error class.
 package execapi

@@ -25,6 +25,9 @@ type Event struct {
 	AbortAck          *AbortAck
 	Task              *tool.TaskNotice
 	MCPToolsChanged   *MCPToolsChanged
+	BackgroundAck     *BackgroundAck
+	CheckpointList    *CheckpointList
+	RestoreResult     *RestoreResult
 }
 
 // Hello describes the session and what the executor enforces.

@@ -29,6 +29,15 @@ type Link interface {
 	Abort(a Abort) error
 	// Decide answers a permission request.
 	Decide(d PermissionDecision) error
+	// Background asks a running foreground Bash call to go on in the
+	// background; a BackgroundAck event answers.
+	Background(b Background) error
+	// ListCheckpoints asks for the session's file checkpoints; a
+	// CheckpointList event answers.
+	ListCheckpoints(r ListCheckpoints) error
+	// RestoreCheckpoint restores the session's files to their state before
+	// a tool_use; a RestoreResult event answers.
+	RestoreCheckpoint(r RestoreCheckpoint) error
 	// Broken is closed when the current stream has ended; after a Resume
 	// or Reconnect it is the new stream's.
 	Broken() <-chan struct{}

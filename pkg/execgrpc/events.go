@@ -55,6 +55,12 @@ func eventToProto(ev *execapi.Event) *executorv1.ExecuteResponse {
 	case ev.AbortAck != nil:
 		r.Event = &executorv1.ExecuteResponse_AbortAck{AbortAck: &executorv1.AbortAck{
 			Abort: abortToProto(ev.AbortAck.Abort), ToolUseIds: ev.AbortAck.ToolUseIDs}}
+	case ev.CheckpointList != nil:
+		r.Event = &executorv1.ExecuteResponse_CheckpointList{CheckpointList: checkpointListToProto(ev.CheckpointList)}
+	case ev.RestoreResult != nil:
+		r.Event = &executorv1.ExecuteResponse_RestoreResult{RestoreResult: RestoreResultToProto(ev.RestoreResult)}
+	case ev.BackgroundAck != nil:
+		r.Event = &executorv1.ExecuteResponse_BackgroundAck{BackgroundAck: BackgroundAckToProto(ev.BackgroundAck)}
 	case ev.Task != nil:
 		r.Event = &executorv1.ExecuteResponse_TaskNotification{TaskNotification: TaskNoticeToProto(ev.Task)}
 	case ev.MCPToolsChanged != nil:
@@ -85,6 +91,12 @@ func eventFromProto(m *executorv1.ExecuteResponse) execapi.Event {
 			Input: q.GetInputJson(), Reason: q.GetReason(), SuggestedRule: q.GetSuggestedRule()}
 	case *executorv1.ExecuteResponse_Result:
 		ev.Result = resultFromProto(e.Result)
+	case *executorv1.ExecuteResponse_CheckpointList:
+		ev.CheckpointList = checkpointListFromProto(e.CheckpointList)
+	case *executorv1.ExecuteResponse_RestoreResult:
+		ev.RestoreResult = RestoreResultFromProto(e.RestoreResult)
+	case *executorv1.ExecuteResponse_BackgroundAck:
+		ev.BackgroundAck = BackgroundAckFromProto(e.BackgroundAck)
 	case *executorv1.ExecuteResponse_AbortAck:
 		ev.AbortAck = &execapi.AbortAck{Abort: abortFromProto(e.AbortAck.GetAbort()), ToolUseIDs: e.AbortAck.GetToolUseIds()}
 	case *executorv1.ExecuteResponse_TaskNotification:

@@ -137,6 +137,18 @@ func (l *link) Decide(d execapi.PermissionDecision) error {
 	return l.send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_PermissionDecision{PermissionDecision: decisionToProto(d)}})
 }
 
+func (l *link) Background(b execapi.Background) error {
+	return l.send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Background{Background: &executorv1.Background{ToolUseId: b.ToolUseID}}})
+}
+
+func (l *link) ListCheckpoints(r execapi.ListCheckpoints) error {
+	return l.send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_ListCheckpoints{ListCheckpoints: &executorv1.ListCheckpoints{RequestId: r.RequestID}}})
+}
+
+func (l *link) RestoreCheckpoint(r execapi.RestoreCheckpoint) error {
+	return l.send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_RestoreCheckpoint{RestoreCheckpoint: &executorv1.RestoreCheckpoint{RequestId: r.RequestID, ToolUseId: r.ToolUseID}}})
+}
+
 func (l *link) Close() {
 	l.mu.Lock()
 	st := l.cur

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/executor"
 	"github.com/toolwire/toolwire/pkg/settings"
 	"github.com/toolwire/toolwire/pkg/settings/settingspb"
@@ -155,6 +156,12 @@ func (s *Server) receive(stream executorv1.ExecutorService_ExecuteServer, sess *
 			sess.Abort(abortFromProto(m.Abort))
 		case *executorv1.ExecuteRequest_PermissionDecision:
 			sess.Decide(DecisionFromProto(m.PermissionDecision))
+		case *executorv1.ExecuteRequest_ListCheckpoints:
+			sess.ListCheckpoints(execapi.ListCheckpoints{RequestID: m.ListCheckpoints.GetRequestId()})
+		case *executorv1.ExecuteRequest_RestoreCheckpoint:
+			sess.RestoreCheckpoint(execapi.RestoreCheckpoint{RequestID: m.RestoreCheckpoint.GetRequestId(), ToolUseID: m.RestoreCheckpoint.GetToolUseId()})
+		case *executorv1.ExecuteRequest_Background:
+			sess.Background(executor.Background{ToolUseID: m.Background.GetToolUseId()})
 		default:
 			err = fmt.Errorf("%w: %T is only allowed as the first message", errUnexpectedMessage, m)
 		}

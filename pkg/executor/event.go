@@ -21,6 +21,8 @@ type (
 	PermissionRequest  = execapi.PermissionRequest
 	CallResult         = execapi.CallResult
 	AbortAck           = execapi.AbortAck
+	Background         = execapi.Background
+	BackgroundAck      = execapi.BackgroundAck
 	OpenRequest        = execapi.OpenRequest
 	SessionOptions     = execapi.SessionOptions
 	ResultOrder        = execapi.ResultOrder

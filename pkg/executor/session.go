@@ -40,6 +40,11 @@ type call struct {
 	span     trace.Span      // run_tool
 	done     chan struct{}   // closed once result is set
 	result   *CallResult
+	// background is closed to move the running call to the background
+	// (Session.Background); set while a Bash call runs. Guarded by the
+	// session's mu, as is backgrounded.
+	background   chan struct{}
+	backgrounded bool
 }
 
 // messageOrder holds back Results of one assistant message until the ones
@@ -278,10 +283,11 @@ func (s *Session) execute(ctx context.Context, c *call) *tool.Result {
 	defer cancel()
 	var finished atomic.Bool
 	res := c.tool.Run(runCtx, s.env, &tool.Call{
-		ID:      c.use.ID,
-		Name:    name,
-		Input:   input,
-		Timeout: c.use.Timeout,
+		ID:         c.use.ID,
+		Name:       name,
+		Input:      input,
+		Timeout:    c.use.Timeout,
+		Background: s.backgroundable(c),
 		Progress: func(p tool.Progress) {
 			if finished.Load() {
 				return

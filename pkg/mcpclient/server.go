@@ -388,7 +388,10 @@ func (s *server) watch(c *connection) {
 	s.mu.Lock()
 	if s.conn == c {
 		s.conn, s.st, s.err = nil, StateDisconnected, reason
-		s.set.log.Warn("mcp server disconnected", "server", s.name, "reason", reason)
+		// A server stopped because its session ends is not news.
+		if !s.closed {
+			s.set.log.Warn("mcp server disconnected", "server", s.name, "reason", reason)
+		}
 	}
 	s.mu.Unlock()
 }

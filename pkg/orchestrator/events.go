@@ -42,6 +42,9 @@ const (
 	// EventMCPToolsChanged: the session's MCP servers or tools changed
 	// (MCPToolsChanged); the next model request offers the new tools.
 	EventMCPToolsChanged
+	// EventBackgroundAck: the executor answered a Background
+	// (BackgroundAck).
+	EventBackgroundAck
 	// EventTasks: the task list changed (Tasks).
 	EventTasks
 )
@@ -108,6 +111,8 @@ type Event struct {
 	// MCPToolsChanged is the executor's new list of MCP servers and tools
 	// (EventMCPToolsChanged).
 	MCPToolsChanged *execapi.MCPToolsChanged
+	// BackgroundAck answers a Background (EventBackgroundAck).
+	BackgroundAck *execapi.BackgroundAck
 	// Tasks is the whole task list after a change (EventTasks).
 	Tasks []tasklist.Task
 }

@@ -280,6 +280,12 @@ func (s *Session) dispatch(l execapi.Link, ev execapi.Event, cs *callSet, parent
 		s.mu.Unlock()
 		s.log.Info("mcp tools changed", "tools", len(ev.MCPToolsChanged.Tools), "servers", len(ev.MCPToolsChanged.Servers))
 		s.publish(Event{Kind: EventMCPToolsChanged, MCPToolsChanged: ev.MCPToolsChanged})
+	case ev.CheckpointList != nil:
+		s.answer(ev.CheckpointList.RequestID, ev)
+	case ev.RestoreResult != nil:
+		s.answer(ev.RestoreResult.RequestID, ev)
+	case ev.BackgroundAck != nil:
+		s.publish(Event{Kind: EventBackgroundAck, BackgroundAck: ev.BackgroundAck})
 	case ev.Task != nil:
 		// A task the model stopped itself (TaskStop) is not news to it:
 		// like Claude Code, only completed and failed tasks are told.

@@ -51,8 +51,10 @@ type Session struct {
 	sandbox    *execapi.SandboxInfo
 	mcpTools   []tool.Spec
 	mcpServers []mcpclient.ServerStatus
-	mcpLink    execapi.Link // the link the MCP state came from
-	mcpSeq     uint64       // the sequence number it is as new as
+	mcpLink    execapi.Link                  // the link the MCP state came from
+	mcpSeq     uint64                        // the sequence number it is as new as
+	answers    map[string]chan execapi.Event // executor answers awaited, by request id
+	requests   int                           // request ids handed out
 
 	tasks *tasklist.Tasks // the task list (TaskCreate, ...); safe for concurrent use
 

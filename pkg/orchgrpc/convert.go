@@ -100,6 +100,8 @@ func eventToProto(ev orchestrator.Event) *orchestratorv1.ConverseResponse {
 		r.Event = &orchestratorv1.ConverseResponse_ToolResult{ToolResult: execgrpc.ResultToProto(ev.Result)}
 	case orchestrator.EventPermissionRequest:
 		r.Event = &orchestratorv1.ConverseResponse_PermissionRequest{PermissionRequest: execgrpc.PermissionRequestToProto(ev.Permission)}
+	case orchestrator.EventBackgroundAck:
+		r.Event = &orchestratorv1.ConverseResponse_BackgroundAck{BackgroundAck: execgrpc.BackgroundAckToProto(ev.BackgroundAck)}
 	case orchestrator.EventRetry:
 		r.Event = &orchestratorv1.ConverseResponse_Retry{Retry: &orchestratorv1.Retry{
 			Attempt: uint32(ev.Retry.Attempt), MaxAttempts: uint32(ev.Retry.MaxRetries),

@@ -65,6 +65,8 @@ func toStatus(err error, kv ...string) error {
 		code, reason = codes.AlreadyExists, rpcerr.SessionExists
 	case errors.Is(err, orchestrator.ErrBusy):
 		code, reason = codes.FailedPrecondition, rpcerr.SessionBusy
+	case errors.Is(err, orchestrator.ErrRewind):
+		code, reason = codes.FailedPrecondition, rpcerr.RewindFailed
 	case errors.Is(err, model.ErrNoCredentials):
 		code, reason = codes.FailedPrecondition, rpcerr.ModelCredentialsMissing
 	case errors.Is(err, context.Canceled):

@@ -62,6 +62,24 @@ func (s *Server) GetSession(ctx context.Context, req *orchestratorv1.GetSessionR
 	return &orchestratorv1.GetSessionResponse{Session: sessionToProto(sess.Info())}, nil
 }
 
+// Rewind restores a session's files to before a tool_use and cuts its
+// conversation back to before the assistant message that holds it.
+func (s *Server) Rewind(ctx context.Context, req *orchestratorv1.RewindRequest) (*orchestratorv1.RewindResponse, error) {
+	sess, err := s.o.Session(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err, "session_id", req.GetSessionId())
+	}
+	res, err := sess.Rewind(ctx, req.GetToolUseId())
+	if err != nil {
+		return nil, toStatus(err, "session_id", req.GetSessionId(), "tool_use_id", req.GetToolUseId())
+	}
+	resp := &orchestratorv1.RewindResponse{MessagesRemoved: uint32(res.MessagesRemoved), Session: sessionToProto(sess.Info())}
+	if res.Restore != nil {
+		resp.Restore = execgrpc.RestoreResultToProto(res.Restore)
+	}
+	return resp, nil
+}
+
 // ListSessions describes every session, newest first.
 func (s *Server) ListSessions(ctx context.Context, _ *orchestratorv1.ListSessionsRequest) (*orchestratorv1.ListSessionsResponse, error) {
 	infos, err := s.o.List(ctx)
@@ -213,6 +231,8 @@ func (c *conversation) receive() error {
 			err = c.sess.Start(m.UserMessage.GetText())
 		case *orchestratorv1.ConverseRequest_PermissionDecision:
 			err = c.sess.Decide(execgrpc.DecisionFromProto(m.PermissionDecision))
+		case *orchestratorv1.ConverseRequest_Background:
+			err = c.sess.Background(m.Background.GetToolUseId())
 		case *orchestratorv1.ConverseRequest_Interrupt:
 			c.log.Info("client interrupt", "reason", m.Interrupt.GetReason())
 			c.sess.Interrupt(m.Interrupt.GetReason())

@@ -39,6 +39,10 @@ const (
 	SessionExists = "SESSION_EXISTS"
 	// SessionBusy (FailedPrecondition): the session is running a turn.
 	SessionBusy = "SESSION_BUSY"
+	// RewindFailed (FailedPrecondition): the files of a rewind could not
+	// all be restored (a checkpoint was dropped, a deny rule refused a
+	// file), so the conversation was not cut.
+	RewindFailed = "REWIND_FAILED"
 	// SessionClosed (FailedPrecondition from the executor, Unavailable from
 	// the orchestrator): the session has ended or is ending.
 	SessionClosed = "SESSION_CLOSED"

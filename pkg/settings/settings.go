@@ -27,6 +27,10 @@ type Settings struct {
 	Hooks map[Event][]HookMatcher
 	// Sandbox is what the "sandbox" object says about the file system.
 	Sandbox Sandbox
+	// Env is the "env" object: variables Claude Code sets for its session.
+	// toolwire reads from it only the variables of its limits (pkg/ccenv);
+	// a number or boolean is kept as its JSON text.
+	Env map[string]string
 }
 
 // Sandbox is the part of Claude Code's "sandbox" object that toolwire's
@@ -229,6 +233,7 @@ func LoadSettings(path string) (Settings, error) {
 // The shape of the file, as far as it is read.
 type fileSettings struct {
 	Permissions *filePermissions `json:"permissions"`
+	Env         map[string]any   `json:"env"`
 	// Other events, with shapes of their own, are not read.
 	Hooks struct {
 		PreToolUse  []fileMatcher `json:"PreToolUse"`
@@ -287,6 +292,19 @@ func ParseSettings(data []byte) (Settings, error) {
 		default:
 			problems = append(problems, problem{path: []any{"permissions", "disableBypassPermissionsMode"},
 				err: fmt.Errorf(`%q is not a known value; the only one is "disable"`, p.DisableBypassPermissionsMode)})
+		}
+	}
+	for k, v := range f.Env {
+		if s.Env == nil {
+			s.Env = make(map[string]string, len(f.Env))
+		}
+		switch v := v.(type) {
+		case string:
+			s.Env[k] = v
+		case float64, bool:
+			s.Env[k] = fmt.Sprint(v)
+		default:
+			problems = append(problems, problem{path: []any{"env", k}, err: fmt.Errorf("the value of %s is not a string", k)})
 		}
 	}
 	fsys := f.Sandbox.Filesystem

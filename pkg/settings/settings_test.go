@@ -65,6 +65,7 @@ func TestParseSettings(t *testing.T) {
 				{Command: "echo done", Timeout: 500 * time.Millisecond},
 			}}},
 		},
+		Env: map[string]string{"FOO": "bar"},
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("got  %+v\nwant %+v", s, want)

@@ -25,6 +25,9 @@ type Limits struct {
 	// ProgressInterval is the shortest time between two Progress events of
 	// a call.
 	ProgressInterval time.Duration
+	// MaxCheckpointBytes bounds the previous file content a session's
+	// checkpoints keep (pkg/checkpoint); zero is its default.
+	MaxCheckpointBytes int64
 }
 
 // Default limits, matching Claude Code where it has one.

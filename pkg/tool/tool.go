@@ -91,6 +91,11 @@ type Call struct {
 	// Progress reports output as it appears. Never nil; safe to call from
 	// any goroutine, but not after Run returns.
 	Progress func(Progress)
+	// Background is closed when the client asks to move the running call
+	// to the background (nil: never). A tool that can (a foreground Bash
+	// command) returns at once with a Result that names the background
+	// task the command goes on as; others ignore it.
+	Background <-chan struct{}
 }
 
 // Progress is incremental output of a running call.

@@ -21,6 +21,7 @@ const (
 	KindTurn    = "turn"    // a finished turn
 	KindPlaced  = "placed"  // the session moved to another executor of its pool
 	KindConfig  = "config"  // the session's configuration changed
+	KindRewind  = "rewind"  // the conversation was cut back to its first Keep messages
 	KindTasks   = "tasks"   // the conversation's task list after a change
 )
 
@@ -40,6 +41,9 @@ type Record struct {
 	Turn *Turn `json:"turn,omitempty"`
 	// Executor is the one the session runs on from a placed record on.
 	Executor string `json:"executor,omitempty"`
+	// Keep is how many messages (consecutive user messages joined) a
+	// rewind record keeps.
+	Keep int `json:"keep,omitempty"`
 	// Tasks is the whole task list, in a tasks record (the orchestrator's
 	// encoding; the store keeps it as it is).
 	Tasks json.RawMessage `json:"tasks,omitempty"`
@@ -123,6 +127,10 @@ func (st *Store) Load(id string) (*Transcript, error) {
 			}
 		case KindPlaced:
 			t.Config.Executor = rec.Executor
+		case KindRewind:
+			if rec.Keep < len(t.Messages) {
+				t.Messages = t.Messages[:rec.Keep]
+			}
 		case KindConfig:
 			if rec.Config != nil {
 				t.Config = *rec.Config

@@ -110,6 +110,7 @@ func (e *Edit) Run(_ context.Context, env *tool.Env, call *tool.Call) *tool.Resu
 	if err != nil {
 		return failed(err)
 	}
+	remember(env, call, cur)
 	if err := write(env, cur, updated); err != nil {
 		return failed(err)
 	}

@@ -119,6 +119,7 @@ func (e *NotebookEdit) Run(_ context.Context, env *tool.Env, call *tool.Call) *t
 	if err != nil {
 		return tool.Error(fmt.Sprintf("Could not encode the notebook: %v", err))
 	}
+	remember(env, call, cur)
 	if err := write(env, cur, string(data)); err != nil {
 		return failed(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"syscall"
 
+	"github.com/toolwire/toolwire/pkg/checkpoint"
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/workspace"
 )
@@ -65,6 +66,17 @@ func checkFresh(env *tool.Env, cur current) error {
 		return tool.Invalid(msgModified)
 	}
 	return nil
+}
+
+// remember records the file's state before call changes it, in the
+// session's checkpoints (pkg/checkpoint).
+func remember(env *tool.Env, call *tool.Call, cur current) {
+	f := checkpoint.File{Path: cur.path.Abs, Existed: cur.exists}
+	if cur.exists {
+		f.Data = []byte(cur.content)
+		f.Mode = cur.info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+	}
+	checkpoint.Of(env).Record(call.ID, call.Name, f)
 }
 
 // write replaces the file and notes the write in the session's read

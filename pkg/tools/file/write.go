@@ -55,6 +55,7 @@ func (w *Write) Run(_ context.Context, env *tool.Env, call *tool.Call) *tool.Res
 	if err != nil {
 		return failed(err)
 	}
+	remember(env, call, cur)
 	if err := write(env, cur, in.Content); err != nil {
 		return failed(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
@@ -106,11 +107,14 @@ func (b Bash) Run(ctx context.Context, env *tool.Env, call *tool.Call) *tool.Res
 	if call.Timeout > 0 && call.Timeout < timeout {
 		timeout = call.Timeout
 	}
-	return runForeground(ctx, env, call, in.Command, timeout, limits)
+	return runForeground(ctx, env, call, in, timeout, limits)
 }
 
 // runForeground runs one command to its end, its timeout or the abort.
-func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command string, timeout time.Duration, limits tool.Limits) *tool.Result {
+// Moved to the background (call.Background), it returns at once with the
+// background task's launch Result and the command goes on as that task.
+func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, in bashInput, timeout time.Duration, limits tool.Limits) *tool.Result {
+	command := in.Command
 	start := time.Now()
 	sh, err := prepareShell(env)
 	if err != nil {
@@ -185,23 +189,42 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, command 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	timedOut := false
-	select {
-	case <-p.Done():
-	case <-timer.C:
-		timedOut = true
-		p.Kill()
-	case <-ctx.Done():
-		// Abort: kill the tree and return at once. The runner reaps it, and
-		// the goroutines reading output and reporting progress end on their
-		// own; the reporter makes sure no progress goes out after Run.
-		// Closing the output waits for its reader to let go, so that
-		// happens beside the Result rather than before it.
-		p.Abort()
-		go p.Output().Close()
-		close(abortProgress)
-		close(stopProgress)
-		reporter.close()
-		return abortedWith(capt.snapshot(), limits.MaxOutputChars, outPath)
+	background := call.Background
+	for running := true; running; {
+		select {
+		case <-p.Done():
+			running = false
+		case <-timer.C:
+			timedOut, running = true, false
+			p.Kill()
+		case <-background:
+			res := adopt(env, call, in, p, capt, readDone)
+			if res == nil {
+				// No task could be made (the session is ending, no output
+				// file): the command stays in the foreground.
+				background = nil
+				continue
+			}
+			// The reader goes on into the task's output file; progress
+			// ends here, with the call.
+			close(abortProgress)
+			close(stopProgress)
+			reporter.close()
+			span.SetAttributes(attribute.Bool("toolwire.backgrounded", true))
+			return res
+		case <-ctx.Done():
+			// Abort: kill the tree and return at once. The runner reaps it,
+			// and the goroutines reading output and reporting progress end
+			// on their own; the reporter makes sure no progress goes out
+			// after Run. Closing the output waits for its reader to let go,
+			// so that happens beside the Result rather than before it.
+			p.Abort()
+			go p.Output().Close()
+			close(abortProgress)
+			close(stopProgress)
+			reporter.close()
+			return abortedWith(capt.snapshot(), limits.MaxOutputChars, outPath)
+		}
 	}
 	code, werr := p.Wait()
 	finish()

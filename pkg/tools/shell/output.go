@@ -55,6 +55,9 @@ type capture struct {
 	lines    uint64
 	sent     uint64        // output bytes handed to progress (sent or dropped)
 	full     chan struct{} // signalled when flushPending bytes are unsent
+	// sink, once set, takes all output from then on, and nothing else
+	// keeps it: the command went on in the background (handOff).
+	sink *os.File
 }
 
 // newCapture returns a capture that keeps at most memory bytes of the
@@ -100,6 +103,11 @@ func (c *capture) readFrom(r io.Reader) {
 func (c *capture) write(b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.sink != nil {
+		c.sink.Write(b) // a failed write loses output, as a background task's copy does
+		c.total += uint64(len(b))
+		return
+	}
 	if c.file == nil && c.fileErr == nil && c.total+uint64(len(b)) > uint64(c.headCap) {
 		c.spillLocked()
 	}
@@ -144,6 +152,24 @@ func (c *capture) write(b []byte) {
 		c.tailPos = (c.tailPos + k) % c.tailCap
 		b = b[k:]
 	}
+}
+
+// handOff writes the output so far to f and sends all later output there
+// only. Output the capture could not keep (its file could not be written)
+// is missing from f too.
+func (c *capture) handOff(f *os.File) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.file != nil && c.fileErr == nil {
+		io.Copy(f, io.NewSectionReader(c.file, 0, int64(c.total)))
+	} else {
+		f.Write(c.head)
+		if !c.tailFile {
+			f.Write(c.tail[c.tailPos:])
+			f.Write(c.tail[:c.tailPos])
+		}
+	}
+	c.sink = f
 }
 
 // spillLocked creates the output file and writes the head to it, which at

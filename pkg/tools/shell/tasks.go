@@ -144,19 +144,68 @@ func startBackground(ctx context.Context, env *tool.Env, call *tool.Call, in bas
 	reg.tasks[id] = t
 	reg.wg.Add(1)
 	reg.mu.Unlock()
-	go watch(env, reg, t, outFile)
+	go func() {
+		defer reg.wg.Done()
+		io.Copy(outFile, t.proc.Output())
+		t.proc.Output().Close()
+		outFile.Close()
+		settle(env, reg, t)
+	}()
+	return launched(id, outPath)
+}
+
+// launched is the Result of a command that runs in the background, in
+// Claude Code's words.
+func launched(id, outPath string) *tool.Result {
 	res := tool.Text(fmt.Sprintf("Command running in background with ID: %s. Output is being written to: %s. "+
 		"You will be notified when it completes. To check interim output, use Read on that file path.", id, outPath))
 	res.StateIsError = true // every Bash result says is_error, a launch too
 	return res
 }
 
-// watch copies a task's output to its file and records how it ended.
-func watch(env *tool.Env, reg *registry, t *task, outFile *os.File) {
-	defer reg.wg.Done()
-	io.Copy(outFile, t.proc.Output())
-	t.proc.Output().Close()
-	outFile.Close()
+// adopt makes a running foreground command a background task, as the
+// client asked: its process tree goes on as it is, with its limits, the
+// output so far and from now on goes to the task's output file, and the
+// task is watched and announced like any other. It returns the call's
+// Result, or nil when no task could be made (the session is ending, the
+// output file could not be created): the command stays in the foreground.
+func adopt(env *tool.Env, call *tool.Call, in bashInput, p *sandbox.Process, capt *capture, readDone <-chan struct{}) *tool.Result {
+	reg := tasksOf(env)
+	id := newTaskID()
+	outPath := outputPath(env, id+".output")
+	outFile, err := createOutputFile(env, id+".output")
+	if err != nil {
+		return nil
+	}
+	reg.mu.Lock()
+	if reg.closed {
+		reg.mu.Unlock()
+		outFile.Close()
+		return nil
+	}
+	capt.handOff(outFile)
+	name := in.Description
+	if name == "" {
+		name = in.Command
+	}
+	t := &task{id: id, command: in.Command, summaryName: name, toolUseID: call.ID, outPath: outPath,
+		proc: p, done: make(chan struct{}), status: statusRunning}
+	reg.tasks[id] = t
+	reg.wg.Add(1)
+	reg.mu.Unlock()
+	go func() {
+		defer reg.wg.Done()
+		<-readDone // the capture's reader, writing to outFile, got EOF
+		p.Output().Close()
+		outFile.Close()
+		settle(env, reg, t)
+	}()
+	return launched(id, outPath)
+}
+
+// settle records how a task's process ended, once its output is in its
+// file, and announces it.
+func settle(env *tool.Env, reg *registry, t *task) {
 	code, _ := t.proc.Wait()
 	t.mu.Lock()
 	killed := t.status == statusKilled

@@ -613,6 +613,63 @@ func (Outcome) EnumDescriptor() ([]byte, []int) {
 	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
 }
 
+// RestoreAction is what a restore did to a file.
+type RestoreAction int32
+
+const (
+	// Not set.
+	RestoreAction_RESTORE_ACTION_UNSPECIFIED RestoreAction = 0
+	// Its previous bytes and mode were written back.
+	RestoreAction_RESTORE_ACTION_RESTORED RestoreAction = 1
+	// It did not exist before and was removed.
+	RestoreAction_RESTORE_ACTION_REMOVED RestoreAction = 2
+	// It was refused or failed; see error.
+	RestoreAction_RESTORE_ACTION_FAILED RestoreAction = 3
+)
+
+// Enum value maps for RestoreAction.
+var (
+	RestoreAction_name = map[int32]string{
+		0: "RESTORE_ACTION_UNSPECIFIED",
+		1: "RESTORE_ACTION_RESTORED",
+		2: "RESTORE_ACTION_REMOVED",
+		3: "RESTORE_ACTION_FAILED",
+	}
+	RestoreAction_value = map[string]int32{
+		"RESTORE_ACTION_UNSPECIFIED": 0,
+		"RESTORE_ACTION_RESTORED":    1,
+		"RESTORE_ACTION_REMOVED":     2,
+		"RESTORE_ACTION_FAILED":      3,
+	}
+)
+
+func (x RestoreAction) Enum() *RestoreAction {
+	p := new(RestoreAction)
+	*p = x
+	return p
+}
+
+func (x RestoreAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RestoreAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolwire_executor_v1_executor_proto_enumTypes[9].Descriptor()
+}
+
+func (RestoreAction) Type() protoreflect.EnumType {
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[9]
+}
+
+func (x RestoreAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RestoreAction.Descriptor instead.
+func (RestoreAction) EnumDescriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
+}
+
 // Concurrency is a tool's concurrency class.
 type Concurrency int32
 
@@ -654,11 +711,11 @@ func (x Concurrency) String() string {
 }
 
 func (Concurrency) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[9].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[10].Descriptor()
 }
 
 func (Concurrency) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[9]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[10]
 }
 
 func (x Concurrency) Number() protoreflect.EnumNumber {
@@ -667,7 +724,7 @@ func (x Concurrency) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Concurrency.Descriptor instead.
 func (Concurrency) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{10}
 }
 
 // ExecuteRequest is one client-to-executor message on the Execute stream.
@@ -682,6 +739,9 @@ type ExecuteRequest struct {
 	//	*ExecuteRequest_ToolUse
 	//	*ExecuteRequest_Abort
 	//	*ExecuteRequest_PermissionDecision
+	//	*ExecuteRequest_Background
+	//	*ExecuteRequest_ListCheckpoints
+	//	*ExecuteRequest_RestoreCheckpoint
 	Msg           isExecuteRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -769,6 +829,33 @@ func (x *ExecuteRequest) GetPermissionDecision() *PermissionDecision {
 	return nil
 }
 
+func (x *ExecuteRequest) GetBackground() *Background {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecuteRequest_Background); ok {
+			return x.Background
+		}
+	}
+	return nil
+}
+
+func (x *ExecuteRequest) GetListCheckpoints() *ListCheckpoints {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecuteRequest_ListCheckpoints); ok {
+			return x.ListCheckpoints
+		}
+	}
+	return nil
+}
+
+func (x *ExecuteRequest) GetRestoreCheckpoint() *RestoreCheckpoint {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecuteRequest_RestoreCheckpoint); ok {
+			return x.RestoreCheckpoint
+		}
+	}
+	return nil
+}
+
 type isExecuteRequest_Msg interface {
 	isExecuteRequest_Msg()
 }
@@ -798,6 +885,21 @@ type ExecuteRequest_PermissionDecision struct {
 	PermissionDecision *PermissionDecision `protobuf:"bytes,5,opt,name=permission_decision,json=permissionDecision,proto3,oneof"`
 }
 
+type ExecuteRequest_Background struct {
+	// Moves a running foreground Bash call to the background.
+	Background *Background `protobuf:"bytes,6,opt,name=background,proto3,oneof"`
+}
+
+type ExecuteRequest_ListCheckpoints struct {
+	// Asks for the session's file checkpoints.
+	ListCheckpoints *ListCheckpoints `protobuf:"bytes,7,opt,name=list_checkpoints,json=listCheckpoints,proto3,oneof"`
+}
+
+type ExecuteRequest_RestoreCheckpoint struct {
+	// Restores the workspace to its state before a tool_use.
+	RestoreCheckpoint *RestoreCheckpoint `protobuf:"bytes,8,opt,name=restore_checkpoint,json=restoreCheckpoint,proto3,oneof"`
+}
+
 func (*ExecuteRequest_Open) isExecuteRequest_Msg() {}
 
 func (*ExecuteRequest_Resume) isExecuteRequest_Msg() {}
@@ -807,6 +909,12 @@ func (*ExecuteRequest_ToolUse) isExecuteRequest_Msg() {}
 func (*ExecuteRequest_Abort) isExecuteRequest_Msg() {}
 
 func (*ExecuteRequest_PermissionDecision) isExecuteRequest_Msg() {}
+
+func (*ExecuteRequest_Background) isExecuteRequest_Msg() {}
+
+func (*ExecuteRequest_ListCheckpoints) isExecuteRequest_Msg() {}
+
+func (*ExecuteRequest_RestoreCheckpoint) isExecuteRequest_Msg() {}
 
 // Open starts a session.
 type Open struct {
@@ -1776,6 +1884,164 @@ func (*Abort_AssistantMessageId) isAbort_Target() {}
 
 func (*Abort_All) isAbort_Target() {}
 
+// Background moves a running foreground Bash call to the background: its
+// process tree goes on with the limits it has, its output so far and from
+// then on goes to a background task's output file, and the call's Result
+// says so with the task id, as a call with run_in_background does. A
+// TaskNotification follows when the command ends; TaskOutput and TaskStop
+// work on the task. A BackgroundAck answers every Background.
+type Background struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The running call.
+	ToolUseId     string `protobuf:"bytes,1,opt,name=tool_use_id,json=toolUseId,proto3" json:"tool_use_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Background) Reset() {
+	*x = Background{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Background) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Background) ProtoMessage() {}
+
+func (x *Background) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Background.ProtoReflect.Descriptor instead.
+func (*Background) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Background) GetToolUseId() string {
+	if x != nil {
+		return x.ToolUseId
+	}
+	return ""
+}
+
+// ListCheckpoints asks for the session's file checkpoints; a CheckpointList
+// answers it.
+type ListCheckpoints struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Echoed in the answer.
+	RequestId     string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCheckpoints) Reset() {
+	*x = ListCheckpoints{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCheckpoints) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCheckpoints) ProtoMessage() {}
+
+func (x *ListCheckpoints) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCheckpoints.ProtoReflect.Descriptor instead.
+func (*ListCheckpoints) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListCheckpoints) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// RestoreCheckpoint restores the files the session's Write, Edit and
+// NotebookEdit calls changed, from the given tool_use on, to what they were
+// before it: a file those calls created is removed, one they changed gets
+// its bytes and mode back. The session's permission rules and the sandbox
+// apply to every file as to a write. The checkpoints restored are then
+// gone. A RestoreResult answers it.
+type RestoreCheckpoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Echoed in the answer.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The first tool_use to undo.
+	ToolUseId     string `protobuf:"bytes,2,opt,name=tool_use_id,json=toolUseId,proto3" json:"tool_use_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreCheckpoint) Reset() {
+	*x = RestoreCheckpoint{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreCheckpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreCheckpoint) ProtoMessage() {}
+
+func (x *RestoreCheckpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreCheckpoint.ProtoReflect.Descriptor instead.
+func (*RestoreCheckpoint) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RestoreCheckpoint) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RestoreCheckpoint) GetToolUseId() string {
+	if x != nil {
+		return x.ToolUseId
+	}
+	return ""
+}
+
 // PermissionDecision answers a PermissionRequest.
 type PermissionDecision struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1791,7 +2057,7 @@ type PermissionDecision struct {
 
 func (x *PermissionDecision) Reset() {
 	*x = PermissionDecision{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1803,7 +2069,7 @@ func (x *PermissionDecision) String() string {
 func (*PermissionDecision) ProtoMessage() {}
 
 func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[13]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1816,7 +2082,7 @@ func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionDecision.ProtoReflect.Descriptor instead.
 func (*PermissionDecision) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{13}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PermissionDecision) GetToolUseId() string {
@@ -1861,6 +2127,9 @@ type ExecuteResponse struct {
 	//	*ExecuteResponse_AbortAck
 	//	*ExecuteResponse_TaskNotification
 	//	*ExecuteResponse_McpToolsChanged
+	//	*ExecuteResponse_BackgroundAck
+	//	*ExecuteResponse_CheckpointList
+	//	*ExecuteResponse_RestoreResult
 	Event         isExecuteResponse_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1868,7 +2137,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1880,7 +2149,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[14]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1893,7 +2162,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{14}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExecuteResponse) GetSequence() uint64 {
@@ -1998,6 +2267,33 @@ func (x *ExecuteResponse) GetMcpToolsChanged() *McpToolsChanged {
 	return nil
 }
 
+func (x *ExecuteResponse) GetBackgroundAck() *BackgroundAck {
+	if x != nil {
+		if x, ok := x.Event.(*ExecuteResponse_BackgroundAck); ok {
+			return x.BackgroundAck
+		}
+	}
+	return nil
+}
+
+func (x *ExecuteResponse) GetCheckpointList() *CheckpointList {
+	if x != nil {
+		if x, ok := x.Event.(*ExecuteResponse_CheckpointList); ok {
+			return x.CheckpointList
+		}
+	}
+	return nil
+}
+
+func (x *ExecuteResponse) GetRestoreResult() *RestoreResult {
+	if x != nil {
+		if x, ok := x.Event.(*ExecuteResponse_RestoreResult); ok {
+			return x.RestoreResult
+		}
+	}
+	return nil
+}
+
 type isExecuteResponse_Event interface {
 	isExecuteResponse_Event()
 }
@@ -2048,6 +2344,21 @@ type ExecuteResponse_McpToolsChanged struct {
 	McpToolsChanged *McpToolsChanged `protobuf:"bytes,20,opt,name=mcp_tools_changed,json=mcpToolsChanged,proto3,oneof"`
 }
 
+type ExecuteResponse_BackgroundAck struct {
+	// A Background was processed.
+	BackgroundAck *BackgroundAck `protobuf:"bytes,21,opt,name=background_ack,json=backgroundAck,proto3,oneof"`
+}
+
+type ExecuteResponse_CheckpointList struct {
+	// Answers a ListCheckpoints.
+	CheckpointList *CheckpointList `protobuf:"bytes,22,opt,name=checkpoint_list,json=checkpointList,proto3,oneof"`
+}
+
+type ExecuteResponse_RestoreResult struct {
+	// Answers a RestoreCheckpoint.
+	RestoreResult *RestoreResult `protobuf:"bytes,23,opt,name=restore_result,json=restoreResult,proto3,oneof"`
+}
+
 func (*ExecuteResponse_Hello) isExecuteResponse_Event() {}
 
 func (*ExecuteResponse_Accepted) isExecuteResponse_Event() {}
@@ -2065,6 +2376,12 @@ func (*ExecuteResponse_AbortAck) isExecuteResponse_Event() {}
 func (*ExecuteResponse_TaskNotification) isExecuteResponse_Event() {}
 
 func (*ExecuteResponse_McpToolsChanged) isExecuteResponse_Event() {}
+
+func (*ExecuteResponse_BackgroundAck) isExecuteResponse_Event() {}
+
+func (*ExecuteResponse_CheckpointList) isExecuteResponse_Event() {}
+
+func (*ExecuteResponse_RestoreResult) isExecuteResponse_Event() {}
 
 // Hello states what the executor is and enforces.
 type Hello struct {
@@ -2103,7 +2420,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2115,7 +2432,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[15]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2128,7 +2445,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{15}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Hello) GetSessionId() string {
@@ -2241,7 +2558,7 @@ type McpServerStatus struct {
 
 func (x *McpServerStatus) Reset() {
 	*x = McpServerStatus{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2253,7 +2570,7 @@ func (x *McpServerStatus) String() string {
 func (*McpServerStatus) ProtoMessage() {}
 
 func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[16]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2266,7 +2583,7 @@ func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerStatus.ProtoReflect.Descriptor instead.
 func (*McpServerStatus) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{16}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *McpServerStatus) GetName() string {
@@ -2340,7 +2657,7 @@ type McpToolsChanged struct {
 
 func (x *McpToolsChanged) Reset() {
 	*x = McpToolsChanged{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2352,7 +2669,7 @@ func (x *McpToolsChanged) String() string {
 func (*McpToolsChanged) ProtoMessage() {}
 
 func (x *McpToolsChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[17]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2365,7 +2682,7 @@ func (x *McpToolsChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolsChanged.ProtoReflect.Descriptor instead.
 func (*McpToolsChanged) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{17}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *McpToolsChanged) GetServers() []*McpServerStatus {
@@ -2405,7 +2722,7 @@ type SandboxInfo struct {
 
 func (x *SandboxInfo) Reset() {
 	*x = SandboxInfo{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2417,7 +2734,7 @@ func (x *SandboxInfo) String() string {
 func (*SandboxInfo) ProtoMessage() {}
 
 func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[18]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2430,7 +2747,7 @@ func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxInfo.ProtoReflect.Descriptor instead.
 func (*SandboxInfo) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{18}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SandboxInfo) GetBackend() string {
@@ -2487,7 +2804,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2499,7 +2816,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[19]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2512,7 +2829,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{19}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Limits) GetDefaultTimeout() *durationpb.Duration {
@@ -2568,7 +2885,7 @@ type Accepted struct {
 
 func (x *Accepted) Reset() {
 	*x = Accepted{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2580,7 +2897,7 @@ func (x *Accepted) String() string {
 func (*Accepted) ProtoMessage() {}
 
 func (x *Accepted) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[20]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2593,7 +2910,7 @@ func (x *Accepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Accepted.ProtoReflect.Descriptor instead.
 func (*Accepted) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{20}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Accepted) GetToolUseId() string {
@@ -2630,7 +2947,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2642,7 +2959,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[21]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2655,7 +2972,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{21}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Started) GetToolUseId() string {
@@ -2695,7 +3012,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2707,7 +3024,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[22]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2720,7 +3037,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{22}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Progress) GetToolUseId() string {
@@ -2787,7 +3104,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2799,7 +3116,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[23]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2812,7 +3129,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{23}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PermissionRequest) GetToolUseId() string {
@@ -2880,7 +3197,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2892,7 +3209,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[24]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2905,7 +3222,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{24}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Result) GetToolUseId() string {
@@ -2995,7 +3312,7 @@ type ContentBlock struct {
 
 func (x *ContentBlock) Reset() {
 	*x = ContentBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3007,7 +3324,7 @@ func (x *ContentBlock) String() string {
 func (*ContentBlock) ProtoMessage() {}
 
 func (x *ContentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[25]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3020,7 +3337,7 @@ func (x *ContentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentBlock.ProtoReflect.Descriptor instead.
 func (*ContentBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{25}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ContentBlock) GetBlock() isContentBlock_Block {
@@ -3094,7 +3411,7 @@ type TextBlock struct {
 
 func (x *TextBlock) Reset() {
 	*x = TextBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3106,7 +3423,7 @@ func (x *TextBlock) String() string {
 func (*TextBlock) ProtoMessage() {}
 
 func (x *TextBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[26]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3119,7 +3436,7 @@ func (x *TextBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextBlock.ProtoReflect.Descriptor instead.
 func (*TextBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{26}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TextBlock) GetText() string {
@@ -3142,7 +3459,7 @@ type ImageBlock struct {
 
 func (x *ImageBlock) Reset() {
 	*x = ImageBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3154,7 +3471,7 @@ func (x *ImageBlock) String() string {
 func (*ImageBlock) ProtoMessage() {}
 
 func (x *ImageBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[27]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3167,7 +3484,7 @@ func (x *ImageBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageBlock.ProtoReflect.Descriptor instead.
 func (*ImageBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{27}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ImageBlock) GetMediaType() string {
@@ -3197,7 +3514,7 @@ type DocumentBlock struct {
 
 func (x *DocumentBlock) Reset() {
 	*x = DocumentBlock{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3209,7 +3526,7 @@ func (x *DocumentBlock) String() string {
 func (*DocumentBlock) ProtoMessage() {}
 
 func (x *DocumentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[28]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3222,7 +3539,7 @@ func (x *DocumentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DocumentBlock.ProtoReflect.Descriptor instead.
 func (*DocumentBlock) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{28}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DocumentBlock) GetMediaType() string {
@@ -3258,7 +3575,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3270,7 +3587,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[29]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3283,7 +3600,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{29}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Timing) GetReceivedAt() *timestamppb.Timestamp {
@@ -3336,7 +3653,7 @@ type Truncation struct {
 
 func (x *Truncation) Reset() {
 	*x = Truncation{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3348,7 +3665,7 @@ func (x *Truncation) String() string {
 func (*Truncation) ProtoMessage() {}
 
 func (x *Truncation) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[30]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3361,7 +3678,7 @@ func (x *Truncation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Truncation.ProtoReflect.Descriptor instead.
 func (*Truncation) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{30}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Truncation) GetOriginalBytes() uint64 {
@@ -3398,7 +3715,7 @@ type AbortAck struct {
 
 func (x *AbortAck) Reset() {
 	*x = AbortAck{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3410,7 +3727,7 @@ func (x *AbortAck) String() string {
 func (*AbortAck) ProtoMessage() {}
 
 func (x *AbortAck) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[31]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3423,7 +3740,7 @@ func (x *AbortAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortAck.ProtoReflect.Descriptor instead.
 func (*AbortAck) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{31}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AbortAck) GetAbort() *Abort {
@@ -3438,6 +3755,440 @@ func (x *AbortAck) GetToolUseIds() []string {
 		return x.ToolUseIds
 	}
 	return nil
+}
+
+// BackgroundAck answers a Background.
+type BackgroundAck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call the Background named.
+	ToolUseId string `protobuf:"bytes,1,opt,name=tool_use_id,json=toolUseId,proto3" json:"tool_use_id,omitempty"`
+	// The running call was told to move to the background. Its Result says
+	// whether it did: a command that ends at that moment has its ordinary
+	// Result.
+	Moved bool `protobuf:"varint,2,opt,name=moved,proto3" json:"moved,omitempty"`
+	// Why the call was not moved, when it was not: no such call, finished,
+	// not started yet, or not a foreground Bash call.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackgroundAck) Reset() {
+	*x = BackgroundAck{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackgroundAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackgroundAck) ProtoMessage() {}
+
+func (x *BackgroundAck) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackgroundAck.ProtoReflect.Descriptor instead.
+func (*BackgroundAck) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *BackgroundAck) GetToolUseId() string {
+	if x != nil {
+		return x.ToolUseId
+	}
+	return ""
+}
+
+func (x *BackgroundAck) GetMoved() bool {
+	if x != nil {
+		return x.Moved
+	}
+	return false
+}
+
+func (x *BackgroundAck) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// CheckpointList is the session's file checkpoints, oldest first.
+type CheckpointList struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The request's id.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// One per call that changed files, oldest first.
+	Checkpoints []*Checkpoint `protobuf:"bytes,2,rep,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	// Calls whose checkpoints were dropped, oldest first, to keep the
+	// session's checkpoints within their size bound.
+	DroppedToolUseIds []string `protobuf:"bytes,3,rep,name=dropped_tool_use_ids,json=droppedToolUseIds,proto3" json:"dropped_tool_use_ids,omitempty"`
+	// Bytes of previous content the checkpoints hold.
+	Bytes uint64 `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// The bound on bytes.
+	MaxBytes      uint64 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointList) Reset() {
+	*x = CheckpointList{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointList) ProtoMessage() {}
+
+func (x *CheckpointList) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointList.ProtoReflect.Descriptor instead.
+func (*CheckpointList) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *CheckpointList) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *CheckpointList) GetCheckpoints() []*Checkpoint {
+	if x != nil {
+		return x.Checkpoints
+	}
+	return nil
+}
+
+func (x *CheckpointList) GetDroppedToolUseIds() []string {
+	if x != nil {
+		return x.DroppedToolUseIds
+	}
+	return nil
+}
+
+func (x *CheckpointList) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *CheckpointList) GetMaxBytes() uint64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+// Checkpoint is what one call changed, as it was before.
+type Checkpoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call.
+	ToolUseId string `protobuf:"bytes,1,opt,name=tool_use_id,json=toolUseId,proto3" json:"tool_use_id,omitempty"`
+	// Its tool.
+	ToolName string `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	// When the previous state was recorded.
+	Time *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
+	// The files, as they were before the call.
+	Files         []*CheckpointFile `protobuf:"bytes,4,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Checkpoint) Reset() {
+	*x = Checkpoint{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Checkpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Checkpoint) ProtoMessage() {}
+
+func (x *Checkpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
+func (*Checkpoint) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *Checkpoint) GetToolUseId() string {
+	if x != nil {
+		return x.ToolUseId
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *Checkpoint) GetFiles() []*CheckpointFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+// CheckpointFile is one file's state before a call.
+type CheckpointFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Absolute path.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Whether the file existed; a file that did not is removed on restore.
+	Existed bool `protobuf:"varint,2,opt,name=existed,proto3" json:"existed,omitempty"`
+	// Permission bits (with setuid, setgid and sticky), when it existed.
+	Mode uint32 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	// Size in bytes, when it existed.
+	Size          uint64 `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointFile) Reset() {
+	*x = CheckpointFile{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointFile) ProtoMessage() {}
+
+func (x *CheckpointFile) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointFile.ProtoReflect.Descriptor instead.
+func (*CheckpointFile) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *CheckpointFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *CheckpointFile) GetExisted() bool {
+	if x != nil {
+		return x.Existed
+	}
+	return false
+}
+
+func (x *CheckpointFile) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *CheckpointFile) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+// RestoreResult answers a RestoreCheckpoint.
+type RestoreResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The request's id.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The tool_use restored to.
+	ToolUseId string `protobuf:"bytes,2,opt,name=tool_use_id,json=toolUseId,proto3" json:"tool_use_id,omitempty"`
+	// What became of each file, in path order.
+	Files []*RestoredFile `protobuf:"bytes,3,rep,name=files,proto3" json:"files,omitempty"`
+	// Why nothing was restored (no such checkpoint, dropped), or empty.
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreResult) Reset() {
+	*x = RestoreResult{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreResult) ProtoMessage() {}
+
+func (x *RestoreResult) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreResult.ProtoReflect.Descriptor instead.
+func (*RestoreResult) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *RestoreResult) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RestoreResult) GetToolUseId() string {
+	if x != nil {
+		return x.ToolUseId
+	}
+	return ""
+}
+
+func (x *RestoreResult) GetFiles() []*RestoredFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *RestoreResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// RestoredFile is what a restore did to one file.
+type RestoredFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Absolute path.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// What was done.
+	Action RestoreAction `protobuf:"varint,2,opt,name=action,proto3,enum=toolwire.executor.v1.RestoreAction" json:"action,omitempty"`
+	// Why it was not done (a deny rule, the sandbox, the file system), or
+	// empty.
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoredFile) Reset() {
+	*x = RestoredFile{}
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoredFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoredFile) ProtoMessage() {}
+
+func (x *RestoredFile) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoredFile.ProtoReflect.Descriptor instead.
+func (*RestoredFile) Descriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *RestoredFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RestoredFile) GetAction() RestoreAction {
+	if x != nil {
+		return x.Action
+	}
+	return RestoreAction_RESTORE_ACTION_UNSPECIFIED
+}
+
+func (x *RestoredFile) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
 }
 
 // TaskNotification says a background shell finished, so the client can tell
@@ -3462,7 +4213,7 @@ type TaskNotification struct {
 
 func (x *TaskNotification) Reset() {
 	*x = TaskNotification{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3474,7 +4225,7 @@ func (x *TaskNotification) String() string {
 func (*TaskNotification) ProtoMessage() {}
 
 func (x *TaskNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[32]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3487,7 +4238,7 @@ func (x *TaskNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskNotification.ProtoReflect.Descriptor instead.
 func (*TaskNotification) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{32}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TaskNotification) GetTaskId() string {
@@ -3544,7 +4295,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[33]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3556,7 +4307,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[33]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3569,7 +4320,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{33}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListToolsRequest) GetSessionId() string {
@@ -3591,7 +4342,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[34]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3603,7 +4354,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[34]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3616,7 +4367,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{34}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolDefinition {
@@ -3647,7 +4398,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[35]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3659,7 +4410,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[35]
+	mi := &file_toolwire_executor_v1_executor_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3672,7 +4423,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{35}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -3721,13 +4472,18 @@ var File_toolwire_executor_v1_executor_proto protoreflect.FileDescriptor
 
 const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\n" +
-	"#toolwire/executor/v1/executor.proto\x12\x14toolwire.executor.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\x02\n" +
+	"#toolwire/executor/v1/executor.proto\x12\x14toolwire.executor.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc1\x04\n" +
 	"\x0eExecuteRequest\x120\n" +
 	"\x04open\x18\x01 \x01(\v2\x1a.toolwire.executor.v1.OpenH\x00R\x04open\x126\n" +
 	"\x06resume\x18\x02 \x01(\v2\x1c.toolwire.executor.v1.ResumeH\x00R\x06resume\x12:\n" +
 	"\btool_use\x18\x03 \x01(\v2\x1d.toolwire.executor.v1.ToolUseH\x00R\atoolUse\x123\n" +
 	"\x05abort\x18\x04 \x01(\v2\x1b.toolwire.executor.v1.AbortH\x00R\x05abort\x12[\n" +
-	"\x13permission_decision\x18\x05 \x01(\v2(.toolwire.executor.v1.PermissionDecisionH\x00R\x12permissionDecisionB\x05\n" +
+	"\x13permission_decision\x18\x05 \x01(\v2(.toolwire.executor.v1.PermissionDecisionH\x00R\x12permissionDecision\x12B\n" +
+	"\n" +
+	"background\x18\x06 \x01(\v2 .toolwire.executor.v1.BackgroundH\x00R\n" +
+	"background\x12R\n" +
+	"\x10list_checkpoints\x18\a \x01(\v2%.toolwire.executor.v1.ListCheckpointsH\x00R\x0flistCheckpoints\x12X\n" +
+	"\x12restore_checkpoint\x18\b \x01(\v2'.toolwire.executor.v1.RestoreCheckpointH\x00R\x11restoreCheckpointB\x05\n" +
 	"\x03msg\"\xef\x03\n" +
 	"\x04Open\x12\x1d\n" +
 	"\n" +
@@ -3807,11 +4563,21 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x03all\x18\x03 \x01(\bH\x00R\x03all\x129\n" +
 	"\x06reason\x18\x04 \x01(\x0e2!.toolwire.executor.v1.AbortReasonR\x06reason\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detailB\b\n" +
-	"\x06target\"\x94\x01\n" +
+	"\x06target\",\n" +
+	"\n" +
+	"Background\x12\x1e\n" +
+	"\vtool_use_id\x18\x01 \x01(\tR\ttoolUseId\"0\n" +
+	"\x0fListCheckpoints\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\"R\n" +
+	"\x11RestoreCheckpoint\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1e\n" +
+	"\vtool_use_id\x18\x02 \x01(\tR\ttoolUseId\"\x94\x01\n" +
 	"\x12PermissionDecision\x12\x1e\n" +
 	"\vtool_use_id\x18\x01 \x01(\tR\ttoolUseId\x12D\n" +
 	"\bbehavior\x18\x02 \x01(\x0e2(.toolwire.executor.v1.PermissionBehaviorR\bbehavior\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xcf\x05\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xbc\a\n" +
 	"\x0fExecuteResponse\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x123\n" +
@@ -3824,7 +4590,10 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\tabort_ack\x18\t \x01(\v2\x1e.toolwire.executor.v1.AbortAckH\x00R\babortAck\x12U\n" +
 	"\x11task_notification\x18\n" +
 	" \x01(\v2&.toolwire.executor.v1.TaskNotificationH\x00R\x10taskNotification\x12S\n" +
-	"\x11mcp_tools_changed\x18\x14 \x01(\v2%.toolwire.executor.v1.McpToolsChangedH\x00R\x0fmcpToolsChangedB\a\n" +
+	"\x11mcp_tools_changed\x18\x14 \x01(\v2%.toolwire.executor.v1.McpToolsChangedH\x00R\x0fmcpToolsChanged\x12L\n" +
+	"\x0ebackground_ack\x18\x15 \x01(\v2#.toolwire.executor.v1.BackgroundAckH\x00R\rbackgroundAck\x12O\n" +
+	"\x0fcheckpoint_list\x18\x16 \x01(\v2$.toolwire.executor.v1.CheckpointListH\x00R\x0echeckpointList\x12L\n" +
+	"\x0erestore_result\x18\x17 \x01(\v2#.toolwire.executor.v1.RestoreResultH\x00R\rrestoreResultB\a\n" +
 	"\x05event\"\xb1\x04\n" +
 	"\x05Hello\x12\x1d\n" +
 	"\n" +
@@ -3946,7 +4715,39 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\bAbortAck\x121\n" +
 	"\x05abort\x18\x01 \x01(\v2\x1b.toolwire.executor.v1.AbortR\x05abort\x12 \n" +
 	"\ftool_use_ids\x18\x02 \x03(\tR\n" +
-	"toolUseIds\"\xce\x01\n" +
+	"toolUseIds\"]\n" +
+	"\rBackgroundAck\x12\x1e\n" +
+	"\vtool_use_id\x18\x01 \x01(\tR\ttoolUseId\x12\x14\n" +
+	"\x05moved\x18\x02 \x01(\bR\x05moved\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xd7\x01\n" +
+	"\x0eCheckpointList\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12B\n" +
+	"\vcheckpoints\x18\x02 \x03(\v2 .toolwire.executor.v1.CheckpointR\vcheckpoints\x12/\n" +
+	"\x14dropped_tool_use_ids\x18\x03 \x03(\tR\x11droppedToolUseIds\x12\x14\n" +
+	"\x05bytes\x18\x04 \x01(\x04R\x05bytes\x12\x1b\n" +
+	"\tmax_bytes\x18\x05 \x01(\x04R\bmaxBytes\"\xb5\x01\n" +
+	"\n" +
+	"Checkpoint\x12\x1e\n" +
+	"\vtool_use_id\x18\x01 \x01(\tR\ttoolUseId\x12\x1b\n" +
+	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12.\n" +
+	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12:\n" +
+	"\x05files\x18\x04 \x03(\v2$.toolwire.executor.v1.CheckpointFileR\x05files\"f\n" +
+	"\x0eCheckpointFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
+	"\aexisted\x18\x02 \x01(\bR\aexisted\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\rR\x04mode\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x04R\x04size\"\x9e\x01\n" +
+	"\rRestoreResult\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1e\n" +
+	"\vtool_use_id\x18\x02 \x01(\tR\ttoolUseId\x128\n" +
+	"\x05files\x18\x03 \x03(\v2\".toolwire.executor.v1.RestoredFileR\x05files\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"u\n" +
+	"\fRestoredFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12;\n" +
+	"\x06action\x18\x02 \x01(\x0e2#.toolwire.executor.v1.RestoreActionR\x06action\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xce\x01\n" +
 	"\x10TaskNotification\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1e\n" +
 	"\vtool_use_id\x18\x02 \x01(\tR\ttoolUseId\x12\x1f\n" +
@@ -4032,7 +4833,12 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x15OUTCOME_SIBLING_ERROR\x10\b\x12\x1a\n" +
 	"\x16OUTCOME_INTERNAL_ERROR\x10\t\x12\x1a\n" +
 	"\x16OUTCOME_SANDBOX_DENIED\x10\n" +
-	"*{\n" +
+	"*\x83\x01\n" +
+	"\rRestoreAction\x12\x1e\n" +
+	"\x1aRESTORE_ACTION_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17RESTORE_ACTION_RESTORED\x10\x01\x12\x1a\n" +
+	"\x16RESTORE_ACTION_REMOVED\x10\x02\x12\x19\n" +
+	"\x15RESTORE_ACTION_FAILED\x10\x03*{\n" +
 	"\vConcurrency\x12\x1b\n" +
 	"\x17CONCURRENCY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CONCURRENCY_ALWAYS\x10\x01\x12\x15\n" +
@@ -4054,8 +4860,8 @@ func file_toolwire_executor_v1_executor_proto_rawDescGZIP() []byte {
 	return file_toolwire_executor_v1_executor_proto_rawDescData
 }
 
-var file_toolwire_executor_v1_executor_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_toolwire_executor_v1_executor_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
+var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(ResultOrder)(0),              // 0: toolwire.executor.v1.ResultOrder
 	(SiblingAbort)(0),             // 1: toolwire.executor.v1.SiblingAbort
@@ -4066,123 +4872,144 @@ var file_toolwire_executor_v1_executor_proto_goTypes = []any{
 	(McpServerState)(0),           // 6: toolwire.executor.v1.McpServerState
 	(Protection)(0),               // 7: toolwire.executor.v1.Protection
 	(Outcome)(0),                  // 8: toolwire.executor.v1.Outcome
-	(Concurrency)(0),              // 9: toolwire.executor.v1.Concurrency
-	(*ExecuteRequest)(nil),        // 10: toolwire.executor.v1.ExecuteRequest
-	(*Open)(nil),                  // 11: toolwire.executor.v1.Open
-	(*ToolSet)(nil),               // 12: toolwire.executor.v1.ToolSet
-	(*McpServerConfig)(nil),       // 13: toolwire.executor.v1.McpServerConfig
-	(*SessionOptions)(nil),        // 14: toolwire.executor.v1.SessionOptions
-	(*Settings)(nil),              // 15: toolwire.executor.v1.Settings
-	(*NetworkSettings)(nil),       // 16: toolwire.executor.v1.NetworkSettings
-	(*DomainList)(nil),            // 17: toolwire.executor.v1.DomainList
-	(*Hook)(nil),                  // 18: toolwire.executor.v1.Hook
-	(*HookCommand)(nil),           // 19: toolwire.executor.v1.HookCommand
-	(*Resume)(nil),                // 20: toolwire.executor.v1.Resume
-	(*ToolUse)(nil),               // 21: toolwire.executor.v1.ToolUse
-	(*Abort)(nil),                 // 22: toolwire.executor.v1.Abort
-	(*PermissionDecision)(nil),    // 23: toolwire.executor.v1.PermissionDecision
-	(*ExecuteResponse)(nil),       // 24: toolwire.executor.v1.ExecuteResponse
-	(*Hello)(nil),                 // 25: toolwire.executor.v1.Hello
-	(*McpServerStatus)(nil),       // 26: toolwire.executor.v1.McpServerStatus
-	(*McpToolsChanged)(nil),       // 27: toolwire.executor.v1.McpToolsChanged
-	(*SandboxInfo)(nil),           // 28: toolwire.executor.v1.SandboxInfo
-	(*Limits)(nil),                // 29: toolwire.executor.v1.Limits
-	(*Accepted)(nil),              // 30: toolwire.executor.v1.Accepted
-	(*Started)(nil),               // 31: toolwire.executor.v1.Started
-	(*Progress)(nil),              // 32: toolwire.executor.v1.Progress
-	(*PermissionRequest)(nil),     // 33: toolwire.executor.v1.PermissionRequest
-	(*Result)(nil),                // 34: toolwire.executor.v1.Result
-	(*ContentBlock)(nil),          // 35: toolwire.executor.v1.ContentBlock
-	(*TextBlock)(nil),             // 36: toolwire.executor.v1.TextBlock
-	(*ImageBlock)(nil),            // 37: toolwire.executor.v1.ImageBlock
-	(*DocumentBlock)(nil),         // 38: toolwire.executor.v1.DocumentBlock
-	(*Timing)(nil),                // 39: toolwire.executor.v1.Timing
-	(*Truncation)(nil),            // 40: toolwire.executor.v1.Truncation
-	(*AbortAck)(nil),              // 41: toolwire.executor.v1.AbortAck
-	(*TaskNotification)(nil),      // 42: toolwire.executor.v1.TaskNotification
-	(*ListToolsRequest)(nil),      // 43: toolwire.executor.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 44: toolwire.executor.v1.ListToolsResponse
-	(*ToolDefinition)(nil),        // 45: toolwire.executor.v1.ToolDefinition
-	nil,                           // 46: toolwire.executor.v1.Open.McpServersEntry
-	nil,                           // 47: toolwire.executor.v1.McpServerConfig.EnvEntry
-	nil,                           // 48: toolwire.executor.v1.McpServerConfig.HeadersEntry
-	(*durationpb.Duration)(nil),   // 49: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 50: google.protobuf.Timestamp
+	(RestoreAction)(0),            // 9: toolwire.executor.v1.RestoreAction
+	(Concurrency)(0),              // 10: toolwire.executor.v1.Concurrency
+	(*ExecuteRequest)(nil),        // 11: toolwire.executor.v1.ExecuteRequest
+	(*Open)(nil),                  // 12: toolwire.executor.v1.Open
+	(*ToolSet)(nil),               // 13: toolwire.executor.v1.ToolSet
+	(*McpServerConfig)(nil),       // 14: toolwire.executor.v1.McpServerConfig
+	(*SessionOptions)(nil),        // 15: toolwire.executor.v1.SessionOptions
+	(*Settings)(nil),              // 16: toolwire.executor.v1.Settings
+	(*NetworkSettings)(nil),       // 17: toolwire.executor.v1.NetworkSettings
+	(*DomainList)(nil),            // 18: toolwire.executor.v1.DomainList
+	(*Hook)(nil),                  // 19: toolwire.executor.v1.Hook
+	(*HookCommand)(nil),           // 20: toolwire.executor.v1.HookCommand
+	(*Resume)(nil),                // 21: toolwire.executor.v1.Resume
+	(*ToolUse)(nil),               // 22: toolwire.executor.v1.ToolUse
+	(*Abort)(nil),                 // 23: toolwire.executor.v1.Abort
+	(*Background)(nil),            // 24: toolwire.executor.v1.Background
+	(*ListCheckpoints)(nil),       // 25: toolwire.executor.v1.ListCheckpoints
+	(*RestoreCheckpoint)(nil),     // 26: toolwire.executor.v1.RestoreCheckpoint
+	(*PermissionDecision)(nil),    // 27: toolwire.executor.v1.PermissionDecision
+	(*ExecuteResponse)(nil),       // 28: toolwire.executor.v1.ExecuteResponse
+	(*Hello)(nil),                 // 29: toolwire.executor.v1.Hello
+	(*McpServerStatus)(nil),       // 30: toolwire.executor.v1.McpServerStatus
+	(*McpToolsChanged)(nil),       // 31: toolwire.executor.v1.McpToolsChanged
+	(*SandboxInfo)(nil),           // 32: toolwire.executor.v1.SandboxInfo
+	(*Limits)(nil),                // 33: toolwire.executor.v1.Limits
+	(*Accepted)(nil),              // 34: toolwire.executor.v1.Accepted
+	(*Started)(nil),               // 35: toolwire.executor.v1.Started
+	(*Progress)(nil),              // 36: toolwire.executor.v1.Progress
+	(*PermissionRequest)(nil),     // 37: toolwire.executor.v1.PermissionRequest
+	(*Result)(nil),                // 38: toolwire.executor.v1.Result
+	(*ContentBlock)(nil),          // 39: toolwire.executor.v1.ContentBlock
+	(*TextBlock)(nil),             // 40: toolwire.executor.v1.TextBlock
+	(*ImageBlock)(nil),            // 41: toolwire.executor.v1.ImageBlock
+	(*DocumentBlock)(nil),         // 42: toolwire.executor.v1.DocumentBlock
+	(*Timing)(nil),                // 43: toolwire.executor.v1.Timing
+	(*Truncation)(nil),            // 44: toolwire.executor.v1.Truncation
+	(*AbortAck)(nil),              // 45: toolwire.executor.v1.AbortAck
+	(*BackgroundAck)(nil),         // 46: toolwire.executor.v1.BackgroundAck
+	(*CheckpointList)(nil),        // 47: toolwire.executor.v1.CheckpointList
+	(*Checkpoint)(nil),            // 48: toolwire.executor.v1.Checkpoint
+	(*CheckpointFile)(nil),        // 49: toolwire.executor.v1.CheckpointFile
+	(*RestoreResult)(nil),         // 50: toolwire.executor.v1.RestoreResult
+	(*RestoredFile)(nil),          // 51: toolwire.executor.v1.RestoredFile
+	(*TaskNotification)(nil),      // 52: toolwire.executor.v1.TaskNotification
+	(*ListToolsRequest)(nil),      // 53: toolwire.executor.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 54: toolwire.executor.v1.ListToolsResponse
+	(*ToolDefinition)(nil),        // 55: toolwire.executor.v1.ToolDefinition
+	nil,                           // 56: toolwire.executor.v1.Open.McpServersEntry
+	nil,                           // 57: toolwire.executor.v1.McpServerConfig.EnvEntry
+	nil,                           // 58: toolwire.executor.v1.McpServerConfig.HeadersEntry
+	(*durationpb.Duration)(nil),   // 59: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 60: google.protobuf.Timestamp
 }
 var file_toolwire_executor_v1_executor_proto_depIdxs = []int32{
-	11, // 0: toolwire.executor.v1.ExecuteRequest.open:type_name -> toolwire.executor.v1.Open
-	20, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
-	21, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
-	22, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
-	23, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
-	14, // 5: toolwire.executor.v1.Open.options:type_name -> toolwire.executor.v1.SessionOptions
-	15, // 6: toolwire.executor.v1.Open.settings:type_name -> toolwire.executor.v1.Settings
-	46, // 7: toolwire.executor.v1.Open.mcp_servers:type_name -> toolwire.executor.v1.Open.McpServersEntry
-	12, // 8: toolwire.executor.v1.Open.tools:type_name -> toolwire.executor.v1.ToolSet
-	47, // 9: toolwire.executor.v1.McpServerConfig.env:type_name -> toolwire.executor.v1.McpServerConfig.EnvEntry
-	48, // 10: toolwire.executor.v1.McpServerConfig.headers:type_name -> toolwire.executor.v1.McpServerConfig.HeadersEntry
-	0,  // 11: toolwire.executor.v1.SessionOptions.result_order:type_name -> toolwire.executor.v1.ResultOrder
-	1,  // 12: toolwire.executor.v1.SessionOptions.sibling_abort:type_name -> toolwire.executor.v1.SiblingAbort
-	49, // 13: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
-	49, // 14: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
-	2,  // 15: toolwire.executor.v1.Settings.mode:type_name -> toolwire.executor.v1.PermissionMode
-	18, // 16: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
-	16, // 17: toolwire.executor.v1.Settings.network:type_name -> toolwire.executor.v1.NetworkSettings
-	17, // 18: toolwire.executor.v1.NetworkSettings.allowed_domains:type_name -> toolwire.executor.v1.DomainList
-	3,  // 19: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
-	19, // 20: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
-	49, // 21: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
-	49, // 22: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
-	4,  // 23: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
-	5,  // 24: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
-	50, // 25: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
-	25, // 26: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
-	30, // 27: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
-	31, // 28: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
-	32, // 29: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
-	33, // 30: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
-	34, // 31: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
-	41, // 32: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
-	42, // 33: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
-	27, // 34: toolwire.executor.v1.ExecuteResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
-	28, // 35: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
-	29, // 36: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
-	49, // 37: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
-	26, // 38: toolwire.executor.v1.Hello.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
-	45, // 39: toolwire.executor.v1.Hello.mcp_tools:type_name -> toolwire.executor.v1.ToolDefinition
-	6,  // 40: toolwire.executor.v1.McpServerStatus.state:type_name -> toolwire.executor.v1.McpServerState
-	26, // 41: toolwire.executor.v1.McpToolsChanged.servers:type_name -> toolwire.executor.v1.McpServerStatus
-	45, // 42: toolwire.executor.v1.McpToolsChanged.tools:type_name -> toolwire.executor.v1.ToolDefinition
-	7,  // 43: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
-	49, // 44: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
-	49, // 45: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
-	49, // 46: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
-	49, // 47: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
-	35, // 48: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
-	8,  // 49: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
-	39, // 50: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
-	40, // 51: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
-	36, // 52: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
-	37, // 53: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
-	38, // 54: toolwire.executor.v1.ContentBlock.document:type_name -> toolwire.executor.v1.DocumentBlock
-	50, // 55: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
-	50, // 56: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
-	50, // 57: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
-	49, // 58: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
-	49, // 59: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
-	22, // 60: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
-	45, // 61: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
-	9,  // 62: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
-	13, // 63: toolwire.executor.v1.Open.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
-	10, // 64: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
-	43, // 65: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
-	24, // 66: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
-	44, // 67: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
-	66, // [66:68] is the sub-list for method output_type
-	64, // [64:66] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	12, // 0: toolwire.executor.v1.ExecuteRequest.open:type_name -> toolwire.executor.v1.Open
+	21, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
+	22, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
+	23, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
+	27, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
+	24, // 5: toolwire.executor.v1.ExecuteRequest.background:type_name -> toolwire.executor.v1.Background
+	25, // 6: toolwire.executor.v1.ExecuteRequest.list_checkpoints:type_name -> toolwire.executor.v1.ListCheckpoints
+	26, // 7: toolwire.executor.v1.ExecuteRequest.restore_checkpoint:type_name -> toolwire.executor.v1.RestoreCheckpoint
+	15, // 8: toolwire.executor.v1.Open.options:type_name -> toolwire.executor.v1.SessionOptions
+	16, // 9: toolwire.executor.v1.Open.settings:type_name -> toolwire.executor.v1.Settings
+	56, // 10: toolwire.executor.v1.Open.mcp_servers:type_name -> toolwire.executor.v1.Open.McpServersEntry
+	13, // 11: toolwire.executor.v1.Open.tools:type_name -> toolwire.executor.v1.ToolSet
+	57, // 12: toolwire.executor.v1.McpServerConfig.env:type_name -> toolwire.executor.v1.McpServerConfig.EnvEntry
+	58, // 13: toolwire.executor.v1.McpServerConfig.headers:type_name -> toolwire.executor.v1.McpServerConfig.HeadersEntry
+	0,  // 14: toolwire.executor.v1.SessionOptions.result_order:type_name -> toolwire.executor.v1.ResultOrder
+	1,  // 15: toolwire.executor.v1.SessionOptions.sibling_abort:type_name -> toolwire.executor.v1.SiblingAbort
+	59, // 16: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
+	59, // 17: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
+	2,  // 18: toolwire.executor.v1.Settings.mode:type_name -> toolwire.executor.v1.PermissionMode
+	19, // 19: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
+	17, // 20: toolwire.executor.v1.Settings.network:type_name -> toolwire.executor.v1.NetworkSettings
+	18, // 21: toolwire.executor.v1.NetworkSettings.allowed_domains:type_name -> toolwire.executor.v1.DomainList
+	3,  // 22: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
+	20, // 23: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
+	59, // 24: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
+	59, // 25: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
+	4,  // 26: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
+	5,  // 27: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
+	60, // 28: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
+	29, // 29: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
+	34, // 30: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
+	35, // 31: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
+	36, // 32: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
+	37, // 33: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
+	38, // 34: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
+	45, // 35: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
+	52, // 36: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
+	31, // 37: toolwire.executor.v1.ExecuteResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
+	46, // 38: toolwire.executor.v1.ExecuteResponse.background_ack:type_name -> toolwire.executor.v1.BackgroundAck
+	47, // 39: toolwire.executor.v1.ExecuteResponse.checkpoint_list:type_name -> toolwire.executor.v1.CheckpointList
+	50, // 40: toolwire.executor.v1.ExecuteResponse.restore_result:type_name -> toolwire.executor.v1.RestoreResult
+	32, // 41: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
+	33, // 42: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
+	59, // 43: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
+	30, // 44: toolwire.executor.v1.Hello.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
+	55, // 45: toolwire.executor.v1.Hello.mcp_tools:type_name -> toolwire.executor.v1.ToolDefinition
+	6,  // 46: toolwire.executor.v1.McpServerStatus.state:type_name -> toolwire.executor.v1.McpServerState
+	30, // 47: toolwire.executor.v1.McpToolsChanged.servers:type_name -> toolwire.executor.v1.McpServerStatus
+	55, // 48: toolwire.executor.v1.McpToolsChanged.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	7,  // 49: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
+	59, // 50: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
+	59, // 51: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
+	59, // 52: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
+	59, // 53: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
+	39, // 54: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
+	8,  // 55: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
+	43, // 56: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
+	44, // 57: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
+	40, // 58: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
+	41, // 59: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
+	42, // 60: toolwire.executor.v1.ContentBlock.document:type_name -> toolwire.executor.v1.DocumentBlock
+	60, // 61: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
+	60, // 62: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
+	60, // 63: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
+	59, // 64: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
+	59, // 65: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
+	23, // 66: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
+	48, // 67: toolwire.executor.v1.CheckpointList.checkpoints:type_name -> toolwire.executor.v1.Checkpoint
+	60, // 68: toolwire.executor.v1.Checkpoint.time:type_name -> google.protobuf.Timestamp
+	49, // 69: toolwire.executor.v1.Checkpoint.files:type_name -> toolwire.executor.v1.CheckpointFile
+	51, // 70: toolwire.executor.v1.RestoreResult.files:type_name -> toolwire.executor.v1.RestoredFile
+	9,  // 71: toolwire.executor.v1.RestoredFile.action:type_name -> toolwire.executor.v1.RestoreAction
+	55, // 72: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	10, // 73: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
+	14, // 74: toolwire.executor.v1.Open.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
+	11, // 75: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
+	53, // 76: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
+	28, // 77: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
+	54, // 78: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
+	77, // [77:79] is the sub-list for method output_type
+	75, // [75:77] is the sub-list for method input_type
+	75, // [75:75] is the sub-list for extension type_name
+	75, // [75:75] is the sub-list for extension extendee
+	0,  // [0:75] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_executor_v1_executor_proto_init() }
@@ -4196,13 +5023,16 @@ func file_toolwire_executor_v1_executor_proto_init() {
 		(*ExecuteRequest_ToolUse)(nil),
 		(*ExecuteRequest_Abort)(nil),
 		(*ExecuteRequest_PermissionDecision)(nil),
+		(*ExecuteRequest_Background)(nil),
+		(*ExecuteRequest_ListCheckpoints)(nil),
+		(*ExecuteRequest_RestoreCheckpoint)(nil),
 	}
 	file_toolwire_executor_v1_executor_proto_msgTypes[12].OneofWrappers = []any{
 		(*Abort_ToolUseId)(nil),
 		(*Abort_AssistantMessageId)(nil),
 		(*Abort_All)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[14].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[17].OneofWrappers = []any{
 		(*ExecuteResponse_Hello)(nil),
 		(*ExecuteResponse_Accepted)(nil),
 		(*ExecuteResponse_Started)(nil),
@@ -4212,21 +5042,24 @@ func file_toolwire_executor_v1_executor_proto_init() {
 		(*ExecuteResponse_AbortAck)(nil),
 		(*ExecuteResponse_TaskNotification)(nil),
 		(*ExecuteResponse_McpToolsChanged)(nil),
+		(*ExecuteResponse_BackgroundAck)(nil),
+		(*ExecuteResponse_CheckpointList)(nil),
+		(*ExecuteResponse_RestoreResult)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[24].OneofWrappers = []any{}
-	file_toolwire_executor_v1_executor_proto_msgTypes[25].OneofWrappers = []any{
+	file_toolwire_executor_v1_executor_proto_msgTypes[27].OneofWrappers = []any{}
+	file_toolwire_executor_v1_executor_proto_msgTypes[28].OneofWrappers = []any{
 		(*ContentBlock_Text)(nil),
 		(*ContentBlock_Image)(nil),
 		(*ContentBlock_Document)(nil),
 	}
-	file_toolwire_executor_v1_executor_proto_msgTypes[32].OneofWrappers = []any{}
+	file_toolwire_executor_v1_executor_proto_msgTypes[41].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_executor_v1_executor_proto_rawDesc), len(file_toolwire_executor_v1_executor_proto_rawDesc)),
-			NumEnums:      10,
-			NumMessages:   39,
+			NumEnums:      11,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -93,6 +93,125 @@ func (StopReason) EnumDescriptor() ([]byte, []int) {
 	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{0}
 }
 
+// RewindRequest names the session and the tool_use to go back before.
+type RewindRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Session id.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The tool_use whose assistant message, and everything after it, goes.
+	ToolUseId     string `protobuf:"bytes,2,opt,name=tool_use_id,json=toolUseId,proto3" json:"tool_use_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RewindRequest) Reset() {
+	*x = RewindRequest{}
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RewindRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RewindRequest) ProtoMessage() {}
+
+func (x *RewindRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RewindRequest.ProtoReflect.Descriptor instead.
+func (*RewindRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RewindRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RewindRequest) GetToolUseId() string {
+	if x != nil {
+		return x.ToolUseId
+	}
+	return ""
+}
+
+// RewindResponse says what was restored and cut.
+type RewindResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The executor's answer: the files restored or removed.
+	Restore *v1.RestoreResult `protobuf:"bytes,1,opt,name=restore,proto3" json:"restore,omitempty"`
+	// Messages cut from the end of the conversation.
+	MessagesRemoved uint32 `protobuf:"varint,2,opt,name=messages_removed,json=messagesRemoved,proto3" json:"messages_removed,omitempty"`
+	// The session after the rewind.
+	Session       *Session `protobuf:"bytes,3,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RewindResponse) Reset() {
+	*x = RewindResponse{}
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RewindResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RewindResponse) ProtoMessage() {}
+
+func (x *RewindResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RewindResponse.ProtoReflect.Descriptor instead.
+func (*RewindResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RewindResponse) GetRestore() *v1.RestoreResult {
+	if x != nil {
+		return x.Restore
+	}
+	return nil
+}
+
+func (x *RewindResponse) GetMessagesRemoved() uint32 {
+	if x != nil {
+		return x.MessagesRemoved
+	}
+	return 0
+}
+
+func (x *RewindResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 // Session describes a conversation.
 type Session struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -126,7 +245,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[0]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -138,7 +257,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[0]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -151,7 +270,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{0}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Session) GetId() string {
@@ -271,7 +390,7 @@ type SessionConfig struct {
 
 func (x *SessionConfig) Reset() {
 	*x = SessionConfig{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[1]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -283,7 +402,7 @@ func (x *SessionConfig) String() string {
 func (*SessionConfig) ProtoMessage() {}
 
 func (x *SessionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[1]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -296,7 +415,7 @@ func (x *SessionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionConfig.ProtoReflect.Descriptor instead.
 func (*SessionConfig) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{1}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SessionConfig) GetExecutor() string {
@@ -403,7 +522,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[2]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +534,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[2]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +547,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{2}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateSessionRequest) GetSessionId() string {
@@ -456,7 +575,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[3]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -468,7 +587,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[3]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -481,7 +600,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{3}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -502,7 +621,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[4]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -514,7 +633,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[4]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -527,7 +646,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{4}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -548,7 +667,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[5]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -560,7 +679,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[5]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -573,7 +692,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{5}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -592,7 +711,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[6]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -604,7 +723,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[6]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -617,7 +736,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{8}
 }
 
 // ListSessionsResponse lists sessions, newest first.
@@ -631,7 +750,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[7]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -643,7 +762,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[7]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -656,7 +775,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{7}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -677,7 +796,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[8]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -689,7 +808,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[8]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -702,7 +821,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{8}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -721,7 +840,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[9]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -733,7 +852,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[9]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -746,7 +865,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{9}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{11}
 }
 
 // ConverseRequest is one client message on the Converse stream.
@@ -760,6 +879,7 @@ type ConverseRequest struct {
 	//	*ConverseRequest_UserMessage
 	//	*ConverseRequest_PermissionDecision
 	//	*ConverseRequest_Interrupt
+	//	*ConverseRequest_Background
 	Msg           isConverseRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -767,7 +887,7 @@ type ConverseRequest struct {
 
 func (x *ConverseRequest) Reset() {
 	*x = ConverseRequest{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[10]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +899,7 @@ func (x *ConverseRequest) String() string {
 func (*ConverseRequest) ProtoMessage() {}
 
 func (x *ConverseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[10]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +912,7 @@ func (x *ConverseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConverseRequest.ProtoReflect.Descriptor instead.
 func (*ConverseRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{10}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ConverseRequest) GetMsg() isConverseRequest_Msg {
@@ -838,6 +958,15 @@ func (x *ConverseRequest) GetInterrupt() *Interrupt {
 	return nil
 }
 
+func (x *ConverseRequest) GetBackground() *v1.Background {
+	if x != nil {
+		if x, ok := x.Msg.(*ConverseRequest_Background); ok {
+			return x.Background
+		}
+	}
+	return nil
+}
+
 type isConverseRequest_Msg interface {
 	isConverseRequest_Msg()
 }
@@ -862,6 +991,12 @@ type ConverseRequest_Interrupt struct {
 	Interrupt *Interrupt `protobuf:"bytes,4,opt,name=interrupt,proto3,oneof"`
 }
 
+type ConverseRequest_Background struct {
+	// Moves a running foreground Bash call to the background; a
+	// background_ack answers it.
+	Background *v1.Background `protobuf:"bytes,5,opt,name=background,proto3,oneof"`
+}
+
 func (*ConverseRequest_Attach) isConverseRequest_Msg() {}
 
 func (*ConverseRequest_UserMessage) isConverseRequest_Msg() {}
@@ -869,6 +1004,8 @@ func (*ConverseRequest_UserMessage) isConverseRequest_Msg() {}
 func (*ConverseRequest_PermissionDecision) isConverseRequest_Msg() {}
 
 func (*ConverseRequest_Interrupt) isConverseRequest_Msg() {}
+
+func (*ConverseRequest_Background) isConverseRequest_Msg() {}
 
 // Attach binds a Converse stream to a session.
 type Attach struct {
@@ -884,7 +1021,7 @@ type Attach struct {
 
 func (x *Attach) Reset() {
 	*x = Attach{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[11]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +1033,7 @@ func (x *Attach) String() string {
 func (*Attach) ProtoMessage() {}
 
 func (x *Attach) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[11]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +1046,7 @@ func (x *Attach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attach.ProtoReflect.Descriptor instead.
 func (*Attach) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{11}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Attach) GetSessionId() string {
@@ -937,7 +1074,7 @@ type UserMessage struct {
 
 func (x *UserMessage) Reset() {
 	*x = UserMessage{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[12]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -949,7 +1086,7 @@ func (x *UserMessage) String() string {
 func (*UserMessage) ProtoMessage() {}
 
 func (x *UserMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[12]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -962,7 +1099,7 @@ func (x *UserMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserMessage.ProtoReflect.Descriptor instead.
 func (*UserMessage) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{12}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UserMessage) GetText() string {
@@ -984,7 +1121,7 @@ type Interrupt struct {
 
 func (x *Interrupt) Reset() {
 	*x = Interrupt{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[13]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -996,7 +1133,7 @@ func (x *Interrupt) String() string {
 func (*Interrupt) ProtoMessage() {}
 
 func (x *Interrupt) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[13]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1009,7 +1146,7 @@ func (x *Interrupt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Interrupt.ProtoReflect.Descriptor instead.
 func (*Interrupt) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{13}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Interrupt) GetReason() string {
@@ -1038,18 +1175,19 @@ type ConverseResponse struct {
 	//	*ConverseResponse_Error
 	//	*ConverseResponse_Retry
 	//	*ConverseResponse_McpToolsChanged
+	//	*ConverseResponse_BackgroundAck
 	Event isConverseResponse_Event `protobuf_oneof:"event"`
 	// Set on the events of a subagent (its tool_use, progress, result,
 	// permission request and retry events): the id of the Agent call that
 	// runs it. Empty for the conversation's own events.
-	ParentToolUseId string `protobuf:"bytes,12,opt,name=parent_tool_use_id,json=parentToolUseId,proto3" json:"parent_tool_use_id,omitempty"`
+	ParentToolUseId string `protobuf:"bytes,13,opt,name=parent_tool_use_id,json=parentToolUseId,proto3" json:"parent_tool_use_id,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ConverseResponse) Reset() {
 	*x = ConverseResponse{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[14]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1199,7 @@ func (x *ConverseResponse) String() string {
 func (*ConverseResponse) ProtoMessage() {}
 
 func (x *ConverseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[14]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1212,7 @@ func (x *ConverseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConverseResponse.ProtoReflect.Descriptor instead.
 func (*ConverseResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{14}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ConverseResponse) GetSequence() uint64 {
@@ -1181,6 +1319,15 @@ func (x *ConverseResponse) GetMcpToolsChanged() *v1.McpToolsChanged {
 	return nil
 }
 
+func (x *ConverseResponse) GetBackgroundAck() *v1.BackgroundAck {
+	if x != nil {
+		if x, ok := x.Event.(*ConverseResponse_BackgroundAck); ok {
+			return x.BackgroundAck
+		}
+	}
+	return nil
+}
+
 func (x *ConverseResponse) GetParentToolUseId() string {
 	if x != nil {
 		return x.ParentToolUseId
@@ -1243,6 +1390,11 @@ type ConverseResponse_McpToolsChanged struct {
 	McpToolsChanged *v1.McpToolsChanged `protobuf:"bytes,11,opt,name=mcp_tools_changed,json=mcpToolsChanged,proto3,oneof"`
 }
 
+type ConverseResponse_BackgroundAck struct {
+	// Answers a Background.
+	BackgroundAck *v1.BackgroundAck `protobuf:"bytes,12,opt,name=background_ack,json=backgroundAck,proto3,oneof"`
+}
+
 func (*ConverseResponse_Attached) isConverseResponse_Event() {}
 
 func (*ConverseResponse_TextDelta) isConverseResponse_Event() {}
@@ -1263,6 +1415,8 @@ func (*ConverseResponse_Retry) isConverseResponse_Event() {}
 
 func (*ConverseResponse_McpToolsChanged) isConverseResponse_Event() {}
 
+func (*ConverseResponse_BackgroundAck) isConverseResponse_Event() {}
+
 // Attached confirms the stream is bound to a session.
 type Attached struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1274,7 +1428,7 @@ type Attached struct {
 
 func (x *Attached) Reset() {
 	*x = Attached{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[15]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1440,7 @@ func (x *Attached) String() string {
 func (*Attached) ProtoMessage() {}
 
 func (x *Attached) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[15]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1453,7 @@ func (x *Attached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attached.ProtoReflect.Descriptor instead.
 func (*Attached) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{15}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Attached) GetSession() *Session {
@@ -1322,7 +1476,7 @@ type TextDelta struct {
 
 func (x *TextDelta) Reset() {
 	*x = TextDelta{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[16]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1334,7 +1488,7 @@ func (x *TextDelta) String() string {
 func (*TextDelta) ProtoMessage() {}
 
 func (x *TextDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[16]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1347,7 +1501,7 @@ func (x *TextDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextDelta.ProtoReflect.Descriptor instead.
 func (*TextDelta) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{16}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TextDelta) GetMessageId() string {
@@ -1381,7 +1535,7 @@ type ToolUseAnnounced struct {
 
 func (x *ToolUseAnnounced) Reset() {
 	*x = ToolUseAnnounced{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[17]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1547,7 @@ func (x *ToolUseAnnounced) String() string {
 func (*ToolUseAnnounced) ProtoMessage() {}
 
 func (x *ToolUseAnnounced) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[17]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1560,7 @@ func (x *ToolUseAnnounced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolUseAnnounced.ProtoReflect.Descriptor instead.
 func (*ToolUseAnnounced) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{17}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolUseAnnounced) GetMessageId() string {
@@ -1456,7 +1610,7 @@ type TurnComplete struct {
 
 func (x *TurnComplete) Reset() {
 	*x = TurnComplete{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[18]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1622,7 @@ func (x *TurnComplete) String() string {
 func (*TurnComplete) ProtoMessage() {}
 
 func (x *TurnComplete) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[18]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1635,7 @@ func (x *TurnComplete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnComplete.ProtoReflect.Descriptor instead.
 func (*TurnComplete) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{18}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TurnComplete) GetStopReason() StopReason {
@@ -1536,7 +1690,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[19]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1548,7 +1702,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[19]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1561,7 +1715,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{19}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Usage) GetInputTokens() uint64 {
@@ -1616,7 +1770,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[20]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1628,7 +1782,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[20]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1641,7 +1795,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{20}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Error) GetKind() string {
@@ -1689,7 +1843,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[21]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +1855,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[21]
+	mi := &file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +1868,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{21}
+	return file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Retry) GetAttempt() uint32 {
@@ -1749,7 +1903,15 @@ var File_toolwire_orchestrator_v1_orchestrator_proto protoreflect.FileDescriptor
 
 const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\n" +
-	"+toolwire/orchestrator/v1/orchestrator.proto\x12\x18toolwire.orchestrator.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#toolwire/executor/v1/executor.proto\"\x91\x03\n" +
+	"+toolwire/orchestrator/v1/orchestrator.proto\x12\x18toolwire.orchestrator.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#toolwire/executor/v1/executor.proto\"N\n" +
+	"\rRewindRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1e\n" +
+	"\vtool_use_id\x18\x02 \x01(\tR\ttoolUseId\"\xb7\x01\n" +
+	"\x0eRewindResponse\x12=\n" +
+	"\arestore\x18\x01 \x01(\v2#.toolwire.executor.v1.RestoreResultR\arestore\x12)\n" +
+	"\x10messages_removed\x18\x02 \x01(\rR\x0fmessagesRemoved\x12;\n" +
+	"\asession\x18\x03 \x01(\v2!.toolwire.orchestrator.v1.SessionR\asession\"\x91\x03\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bexecutor\x18\x02 \x01(\tR\bexecutor\x12\x14\n" +
@@ -1801,12 +1963,15 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\x14DeleteSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
-	"\x15DeleteSessionResponse\"\xc2\x02\n" +
+	"\x15DeleteSessionResponse\"\x86\x03\n" +
 	"\x0fConverseRequest\x12:\n" +
 	"\x06attach\x18\x01 \x01(\v2 .toolwire.orchestrator.v1.AttachH\x00R\x06attach\x12J\n" +
 	"\fuser_message\x18\x02 \x01(\v2%.toolwire.orchestrator.v1.UserMessageH\x00R\vuserMessage\x12[\n" +
 	"\x13permission_decision\x18\x03 \x01(\v2(.toolwire.executor.v1.PermissionDecisionH\x00R\x12permissionDecision\x12C\n" +
-	"\tinterrupt\x18\x04 \x01(\v2#.toolwire.orchestrator.v1.InterruptH\x00R\tinterruptB\x05\n" +
+	"\tinterrupt\x18\x04 \x01(\v2#.toolwire.orchestrator.v1.InterruptH\x00R\tinterrupt\x12B\n" +
+	"\n" +
+	"background\x18\x05 \x01(\v2 .toolwire.executor.v1.BackgroundH\x00R\n" +
+	"backgroundB\x05\n" +
 	"\x03msg\"L\n" +
 	"\x06Attach\x12\x1d\n" +
 	"\n" +
@@ -1815,7 +1980,7 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\vUserMessage\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"#\n" +
 	"\tInterrupt\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xad\x06\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xfb\x06\n" +
 	"\x10ConverseResponse\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12@\n" +
 	"\battached\x18\x02 \x01(\v2\".toolwire.orchestrator.v1.AttachedH\x00R\battached\x12D\n" +
@@ -1830,8 +1995,9 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\x05error\x18\t \x01(\v2\x1f.toolwire.orchestrator.v1.ErrorH\x00R\x05error\x127\n" +
 	"\x05retry\x18\n" +
 	" \x01(\v2\x1f.toolwire.orchestrator.v1.RetryH\x00R\x05retry\x12S\n" +
-	"\x11mcp_tools_changed\x18\v \x01(\v2%.toolwire.executor.v1.McpToolsChangedH\x00R\x0fmcpToolsChanged\x12+\n" +
-	"\x12parent_tool_use_id\x18\f \x01(\tR\x0fparentToolUseIdB\a\n" +
+	"\x11mcp_tools_changed\x18\v \x01(\v2%.toolwire.executor.v1.McpToolsChangedH\x00R\x0fmcpToolsChanged\x12L\n" +
+	"\x0ebackground_ack\x18\f \x01(\v2#.toolwire.executor.v1.BackgroundAckH\x00R\rbackgroundAck\x12+\n" +
+	"\x12parent_tool_use_id\x18\r \x01(\tR\x0fparentToolUseIdB\a\n" +
 	"\x05event\"G\n" +
 	"\bAttached\x12;\n" +
 	"\asession\x18\x01 \x01(\v2!.toolwire.orchestrator.v1.SessionR\asession\">\n" +
@@ -1876,14 +2042,15 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\x17STOP_REASON_INTERRUPTED\x10\x03\x12\x15\n" +
 	"\x11STOP_REASON_ERROR\x10\x04\x12\x1d\n" +
 	"\x19STOP_REASON_STOP_SEQUENCE\x10\x05\x12\x17\n" +
-	"\x13STOP_REASON_REFUSAL\x10\x062\xb8\x04\n" +
+	"\x13STOP_REASON_REFUSAL\x10\x062\x95\x05\n" +
 	"\x13OrchestratorService\x12p\n" +
 	"\rCreateSession\x12..toolwire.orchestrator.v1.CreateSessionRequest\x1a/.toolwire.orchestrator.v1.CreateSessionResponse\x12g\n" +
 	"\n" +
 	"GetSession\x12+.toolwire.orchestrator.v1.GetSessionRequest\x1a,.toolwire.orchestrator.v1.GetSessionResponse\x12m\n" +
 	"\fListSessions\x12-.toolwire.orchestrator.v1.ListSessionsRequest\x1a..toolwire.orchestrator.v1.ListSessionsResponse\x12p\n" +
 	"\rDeleteSession\x12..toolwire.orchestrator.v1.DeleteSessionRequest\x1a/.toolwire.orchestrator.v1.DeleteSessionResponse\x12e\n" +
-	"\bConverse\x12).toolwire.orchestrator.v1.ConverseRequest\x1a*.toolwire.orchestrator.v1.ConverseResponse(\x010\x01BJZHgithub.com/toolwire/toolwire/gen/toolwire/orchestrator/v1;orchestratorv1b\x06proto3"
+	"\bConverse\x12).toolwire.orchestrator.v1.ConverseRequest\x1a*.toolwire.orchestrator.v1.ConverseResponse(\x010\x01\x12[\n" +
+	"\x06Rewind\x12'.toolwire.orchestrator.v1.RewindRequest\x1a(.toolwire.orchestrator.v1.RewindResponseBJZHgithub.com/toolwire/toolwire/gen/toolwire/orchestrator/v1;orchestratorv1b\x06proto3"
 
 var (
 	file_toolwire_orchestrator_v1_orchestrator_proto_rawDescOnce sync.Once
@@ -1898,92 +2065,103 @@ func file_toolwire_orchestrator_v1_orchestrator_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_orchestrator_v1_orchestrator_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_toolwire_orchestrator_v1_orchestrator_proto_goTypes = []any{
 	(StopReason)(0),               // 0: toolwire.orchestrator.v1.StopReason
-	(*Session)(nil),               // 1: toolwire.orchestrator.v1.Session
-	(*SessionConfig)(nil),         // 2: toolwire.orchestrator.v1.SessionConfig
-	(*CreateSessionRequest)(nil),  // 3: toolwire.orchestrator.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil), // 4: toolwire.orchestrator.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),     // 5: toolwire.orchestrator.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),    // 6: toolwire.orchestrator.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),   // 7: toolwire.orchestrator.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 8: toolwire.orchestrator.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),  // 9: toolwire.orchestrator.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil), // 10: toolwire.orchestrator.v1.DeleteSessionResponse
-	(*ConverseRequest)(nil),       // 11: toolwire.orchestrator.v1.ConverseRequest
-	(*Attach)(nil),                // 12: toolwire.orchestrator.v1.Attach
-	(*UserMessage)(nil),           // 13: toolwire.orchestrator.v1.UserMessage
-	(*Interrupt)(nil),             // 14: toolwire.orchestrator.v1.Interrupt
-	(*ConverseResponse)(nil),      // 15: toolwire.orchestrator.v1.ConverseResponse
-	(*Attached)(nil),              // 16: toolwire.orchestrator.v1.Attached
-	(*TextDelta)(nil),             // 17: toolwire.orchestrator.v1.TextDelta
-	(*ToolUseAnnounced)(nil),      // 18: toolwire.orchestrator.v1.ToolUseAnnounced
-	(*TurnComplete)(nil),          // 19: toolwire.orchestrator.v1.TurnComplete
-	(*Usage)(nil),                 // 20: toolwire.orchestrator.v1.Usage
-	(*Error)(nil),                 // 21: toolwire.orchestrator.v1.Error
-	(*Retry)(nil),                 // 22: toolwire.orchestrator.v1.Retry
-	nil,                           // 23: toolwire.orchestrator.v1.SessionConfig.McpServersEntry
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
-	(*v1.SandboxInfo)(nil),        // 25: toolwire.executor.v1.SandboxInfo
-	(*v1.McpServerStatus)(nil),    // 26: toolwire.executor.v1.McpServerStatus
-	(*v1.Settings)(nil),           // 27: toolwire.executor.v1.Settings
-	(*v1.SessionOptions)(nil),     // 28: toolwire.executor.v1.SessionOptions
-	(*v1.PermissionDecision)(nil), // 29: toolwire.executor.v1.PermissionDecision
-	(*v1.Progress)(nil),           // 30: toolwire.executor.v1.Progress
-	(*v1.Result)(nil),             // 31: toolwire.executor.v1.Result
-	(*v1.PermissionRequest)(nil),  // 32: toolwire.executor.v1.PermissionRequest
-	(*v1.McpToolsChanged)(nil),    // 33: toolwire.executor.v1.McpToolsChanged
-	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
-	(*v1.McpServerConfig)(nil),    // 35: toolwire.executor.v1.McpServerConfig
+	(*RewindRequest)(nil),         // 1: toolwire.orchestrator.v1.RewindRequest
+	(*RewindResponse)(nil),        // 2: toolwire.orchestrator.v1.RewindResponse
+	(*Session)(nil),               // 3: toolwire.orchestrator.v1.Session
+	(*SessionConfig)(nil),         // 4: toolwire.orchestrator.v1.SessionConfig
+	(*CreateSessionRequest)(nil),  // 5: toolwire.orchestrator.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil), // 6: toolwire.orchestrator.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),     // 7: toolwire.orchestrator.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),    // 8: toolwire.orchestrator.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),   // 9: toolwire.orchestrator.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 10: toolwire.orchestrator.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),  // 11: toolwire.orchestrator.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil), // 12: toolwire.orchestrator.v1.DeleteSessionResponse
+	(*ConverseRequest)(nil),       // 13: toolwire.orchestrator.v1.ConverseRequest
+	(*Attach)(nil),                // 14: toolwire.orchestrator.v1.Attach
+	(*UserMessage)(nil),           // 15: toolwire.orchestrator.v1.UserMessage
+	(*Interrupt)(nil),             // 16: toolwire.orchestrator.v1.Interrupt
+	(*ConverseResponse)(nil),      // 17: toolwire.orchestrator.v1.ConverseResponse
+	(*Attached)(nil),              // 18: toolwire.orchestrator.v1.Attached
+	(*TextDelta)(nil),             // 19: toolwire.orchestrator.v1.TextDelta
+	(*ToolUseAnnounced)(nil),      // 20: toolwire.orchestrator.v1.ToolUseAnnounced
+	(*TurnComplete)(nil),          // 21: toolwire.orchestrator.v1.TurnComplete
+	(*Usage)(nil),                 // 22: toolwire.orchestrator.v1.Usage
+	(*Error)(nil),                 // 23: toolwire.orchestrator.v1.Error
+	(*Retry)(nil),                 // 24: toolwire.orchestrator.v1.Retry
+	nil,                           // 25: toolwire.orchestrator.v1.SessionConfig.McpServersEntry
+	(*v1.RestoreResult)(nil),      // 26: toolwire.executor.v1.RestoreResult
+	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
+	(*v1.SandboxInfo)(nil),        // 28: toolwire.executor.v1.SandboxInfo
+	(*v1.McpServerStatus)(nil),    // 29: toolwire.executor.v1.McpServerStatus
+	(*v1.Settings)(nil),           // 30: toolwire.executor.v1.Settings
+	(*v1.SessionOptions)(nil),     // 31: toolwire.executor.v1.SessionOptions
+	(*v1.PermissionDecision)(nil), // 32: toolwire.executor.v1.PermissionDecision
+	(*v1.Background)(nil),         // 33: toolwire.executor.v1.Background
+	(*v1.Progress)(nil),           // 34: toolwire.executor.v1.Progress
+	(*v1.Result)(nil),             // 35: toolwire.executor.v1.Result
+	(*v1.PermissionRequest)(nil),  // 36: toolwire.executor.v1.PermissionRequest
+	(*v1.McpToolsChanged)(nil),    // 37: toolwire.executor.v1.McpToolsChanged
+	(*v1.BackgroundAck)(nil),      // 38: toolwire.executor.v1.BackgroundAck
+	(*durationpb.Duration)(nil),   // 39: google.protobuf.Duration
+	(*v1.McpServerConfig)(nil),    // 40: toolwire.executor.v1.McpServerConfig
 }
 var file_toolwire_orchestrator_v1_orchestrator_proto_depIdxs = []int32{
-	24, // 0: toolwire.orchestrator.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	20, // 1: toolwire.orchestrator.v1.Session.usage:type_name -> toolwire.orchestrator.v1.Usage
-	25, // 2: toolwire.orchestrator.v1.Session.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
-	26, // 3: toolwire.orchestrator.v1.Session.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
-	27, // 4: toolwire.orchestrator.v1.SessionConfig.settings:type_name -> toolwire.executor.v1.Settings
-	28, // 5: toolwire.orchestrator.v1.SessionConfig.options:type_name -> toolwire.executor.v1.SessionOptions
-	23, // 6: toolwire.orchestrator.v1.SessionConfig.mcp_servers:type_name -> toolwire.orchestrator.v1.SessionConfig.McpServersEntry
-	2,  // 7: toolwire.orchestrator.v1.CreateSessionRequest.config:type_name -> toolwire.orchestrator.v1.SessionConfig
-	1,  // 8: toolwire.orchestrator.v1.CreateSessionResponse.session:type_name -> toolwire.orchestrator.v1.Session
-	1,  // 9: toolwire.orchestrator.v1.GetSessionResponse.session:type_name -> toolwire.orchestrator.v1.Session
-	1,  // 10: toolwire.orchestrator.v1.ListSessionsResponse.sessions:type_name -> toolwire.orchestrator.v1.Session
-	12, // 11: toolwire.orchestrator.v1.ConverseRequest.attach:type_name -> toolwire.orchestrator.v1.Attach
-	13, // 12: toolwire.orchestrator.v1.ConverseRequest.user_message:type_name -> toolwire.orchestrator.v1.UserMessage
-	29, // 13: toolwire.orchestrator.v1.ConverseRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
-	14, // 14: toolwire.orchestrator.v1.ConverseRequest.interrupt:type_name -> toolwire.orchestrator.v1.Interrupt
-	16, // 15: toolwire.orchestrator.v1.ConverseResponse.attached:type_name -> toolwire.orchestrator.v1.Attached
-	17, // 16: toolwire.orchestrator.v1.ConverseResponse.text_delta:type_name -> toolwire.orchestrator.v1.TextDelta
-	18, // 17: toolwire.orchestrator.v1.ConverseResponse.tool_use:type_name -> toolwire.orchestrator.v1.ToolUseAnnounced
-	30, // 18: toolwire.orchestrator.v1.ConverseResponse.tool_progress:type_name -> toolwire.executor.v1.Progress
-	31, // 19: toolwire.orchestrator.v1.ConverseResponse.tool_result:type_name -> toolwire.executor.v1.Result
-	32, // 20: toolwire.orchestrator.v1.ConverseResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
-	19, // 21: toolwire.orchestrator.v1.ConverseResponse.turn_complete:type_name -> toolwire.orchestrator.v1.TurnComplete
-	21, // 22: toolwire.orchestrator.v1.ConverseResponse.error:type_name -> toolwire.orchestrator.v1.Error
-	22, // 23: toolwire.orchestrator.v1.ConverseResponse.retry:type_name -> toolwire.orchestrator.v1.Retry
-	33, // 24: toolwire.orchestrator.v1.ConverseResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
-	1,  // 25: toolwire.orchestrator.v1.Attached.session:type_name -> toolwire.orchestrator.v1.Session
-	0,  // 26: toolwire.orchestrator.v1.TurnComplete.stop_reason:type_name -> toolwire.orchestrator.v1.StopReason
-	20, // 27: toolwire.orchestrator.v1.TurnComplete.usage:type_name -> toolwire.orchestrator.v1.Usage
-	34, // 28: toolwire.orchestrator.v1.TurnComplete.duration:type_name -> google.protobuf.Duration
-	34, // 29: toolwire.orchestrator.v1.Retry.delay:type_name -> google.protobuf.Duration
-	35, // 30: toolwire.orchestrator.v1.SessionConfig.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
-	3,  // 31: toolwire.orchestrator.v1.OrchestratorService.CreateSession:input_type -> toolwire.orchestrator.v1.CreateSessionRequest
-	5,  // 32: toolwire.orchestrator.v1.OrchestratorService.GetSession:input_type -> toolwire.orchestrator.v1.GetSessionRequest
-	7,  // 33: toolwire.orchestrator.v1.OrchestratorService.ListSessions:input_type -> toolwire.orchestrator.v1.ListSessionsRequest
-	9,  // 34: toolwire.orchestrator.v1.OrchestratorService.DeleteSession:input_type -> toolwire.orchestrator.v1.DeleteSessionRequest
-	11, // 35: toolwire.orchestrator.v1.OrchestratorService.Converse:input_type -> toolwire.orchestrator.v1.ConverseRequest
-	4,  // 36: toolwire.orchestrator.v1.OrchestratorService.CreateSession:output_type -> toolwire.orchestrator.v1.CreateSessionResponse
-	6,  // 37: toolwire.orchestrator.v1.OrchestratorService.GetSession:output_type -> toolwire.orchestrator.v1.GetSessionResponse
-	8,  // 38: toolwire.orchestrator.v1.OrchestratorService.ListSessions:output_type -> toolwire.orchestrator.v1.ListSessionsResponse
-	10, // 39: toolwire.orchestrator.v1.OrchestratorService.DeleteSession:output_type -> toolwire.orchestrator.v1.DeleteSessionResponse
-	15, // 40: toolwire.orchestrator.v1.OrchestratorService.Converse:output_type -> toolwire.orchestrator.v1.ConverseResponse
-	36, // [36:41] is the sub-list for method output_type
-	31, // [31:36] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	26, // 0: toolwire.orchestrator.v1.RewindResponse.restore:type_name -> toolwire.executor.v1.RestoreResult
+	3,  // 1: toolwire.orchestrator.v1.RewindResponse.session:type_name -> toolwire.orchestrator.v1.Session
+	27, // 2: toolwire.orchestrator.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	22, // 3: toolwire.orchestrator.v1.Session.usage:type_name -> toolwire.orchestrator.v1.Usage
+	28, // 4: toolwire.orchestrator.v1.Session.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
+	29, // 5: toolwire.orchestrator.v1.Session.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
+	30, // 6: toolwire.orchestrator.v1.SessionConfig.settings:type_name -> toolwire.executor.v1.Settings
+	31, // 7: toolwire.orchestrator.v1.SessionConfig.options:type_name -> toolwire.executor.v1.SessionOptions
+	25, // 8: toolwire.orchestrator.v1.SessionConfig.mcp_servers:type_name -> toolwire.orchestrator.v1.SessionConfig.McpServersEntry
+	4,  // 9: toolwire.orchestrator.v1.CreateSessionRequest.config:type_name -> toolwire.orchestrator.v1.SessionConfig
+	3,  // 10: toolwire.orchestrator.v1.CreateSessionResponse.session:type_name -> toolwire.orchestrator.v1.Session
+	3,  // 11: toolwire.orchestrator.v1.GetSessionResponse.session:type_name -> toolwire.orchestrator.v1.Session
+	3,  // 12: toolwire.orchestrator.v1.ListSessionsResponse.sessions:type_name -> toolwire.orchestrator.v1.Session
+	14, // 13: toolwire.orchestrator.v1.ConverseRequest.attach:type_name -> toolwire.orchestrator.v1.Attach
+	15, // 14: toolwire.orchestrator.v1.ConverseRequest.user_message:type_name -> toolwire.orchestrator.v1.UserMessage
+	32, // 15: toolwire.orchestrator.v1.ConverseRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
+	16, // 16: toolwire.orchestrator.v1.ConverseRequest.interrupt:type_name -> toolwire.orchestrator.v1.Interrupt
+	33, // 17: toolwire.orchestrator.v1.ConverseRequest.background:type_name -> toolwire.executor.v1.Background
+	18, // 18: toolwire.orchestrator.v1.ConverseResponse.attached:type_name -> toolwire.orchestrator.v1.Attached
+	19, // 19: toolwire.orchestrator.v1.ConverseResponse.text_delta:type_name -> toolwire.orchestrator.v1.TextDelta
+	20, // 20: toolwire.orchestrator.v1.ConverseResponse.tool_use:type_name -> toolwire.orchestrator.v1.ToolUseAnnounced
+	34, // 21: toolwire.orchestrator.v1.ConverseResponse.tool_progress:type_name -> toolwire.executor.v1.Progress
+	35, // 22: toolwire.orchestrator.v1.ConverseResponse.tool_result:type_name -> toolwire.executor.v1.Result
+	36, // 23: toolwire.orchestrator.v1.ConverseResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
+	21, // 24: toolwire.orchestrator.v1.ConverseResponse.turn_complete:type_name -> toolwire.orchestrator.v1.TurnComplete
+	23, // 25: toolwire.orchestrator.v1.ConverseResponse.error:type_name -> toolwire.orchestrator.v1.Error
+	24, // 26: toolwire.orchestrator.v1.ConverseResponse.retry:type_name -> toolwire.orchestrator.v1.Retry
+	37, // 27: toolwire.orchestrator.v1.ConverseResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
+	38, // 28: toolwire.orchestrator.v1.ConverseResponse.background_ack:type_name -> toolwire.executor.v1.BackgroundAck
+	3,  // 29: toolwire.orchestrator.v1.Attached.session:type_name -> toolwire.orchestrator.v1.Session
+	0,  // 30: toolwire.orchestrator.v1.TurnComplete.stop_reason:type_name -> toolwire.orchestrator.v1.StopReason
+	22, // 31: toolwire.orchestrator.v1.TurnComplete.usage:type_name -> toolwire.orchestrator.v1.Usage
+	39, // 32: toolwire.orchestrator.v1.TurnComplete.duration:type_name -> google.protobuf.Duration
+	39, // 33: toolwire.orchestrator.v1.Retry.delay:type_name -> google.protobuf.Duration
+	40, // 34: toolwire.orchestrator.v1.SessionConfig.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
+	5,  // 35: toolwire.orchestrator.v1.OrchestratorService.CreateSession:input_type -> toolwire.orchestrator.v1.CreateSessionRequest
+	7,  // 36: toolwire.orchestrator.v1.OrchestratorService.GetSession:input_type -> toolwire.orchestrator.v1.GetSessionRequest
+	9,  // 37: toolwire.orchestrator.v1.OrchestratorService.ListSessions:input_type -> toolwire.orchestrator.v1.ListSessionsRequest
+	11, // 38: toolwire.orchestrator.v1.OrchestratorService.DeleteSession:input_type -> toolwire.orchestrator.v1.DeleteSessionRequest
+	13, // 39: toolwire.orchestrator.v1.OrchestratorService.Converse:input_type -> toolwire.orchestrator.v1.ConverseRequest
+	1,  // 40: toolwire.orchestrator.v1.OrchestratorService.Rewind:input_type -> toolwire.orchestrator.v1.RewindRequest
+	6,  // 41: toolwire.orchestrator.v1.OrchestratorService.CreateSession:output_type -> toolwire.orchestrator.v1.CreateSessionResponse
+	8,  // 42: toolwire.orchestrator.v1.OrchestratorService.GetSession:output_type -> toolwire.orchestrator.v1.GetSessionResponse
+	10, // 43: toolwire.orchestrator.v1.OrchestratorService.ListSessions:output_type -> toolwire.orchestrator.v1.ListSessionsResponse
+	12, // 44: toolwire.orchestrator.v1.OrchestratorService.DeleteSession:output_type -> toolwire.orchestrator.v1.DeleteSessionResponse
+	17, // 45: toolwire.orchestrator.v1.OrchestratorService.Converse:output_type -> toolwire.orchestrator.v1.ConverseResponse
+	2,  // 46: toolwire.orchestrator.v1.OrchestratorService.Rewind:output_type -> toolwire.orchestrator.v1.RewindResponse
+	41, // [41:47] is the sub-list for method output_type
+	35, // [35:41] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_orchestrator_v1_orchestrator_proto_init() }
@@ -1991,13 +2169,14 @@ func file_toolwire_orchestrator_v1_orchestrator_proto_init() {
 	if File_toolwire_orchestrator_v1_orchestrator_proto != nil {
 		return
 	}
-	file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[10].OneofWrappers = []any{
+	file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[12].OneofWrappers = []any{
 		(*ConverseRequest_Attach)(nil),
 		(*ConverseRequest_UserMessage)(nil),
 		(*ConverseRequest_PermissionDecision)(nil),
 		(*ConverseRequest_Interrupt)(nil),
+		(*ConverseRequest_Background)(nil),
 	}
-	file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[14].OneofWrappers = []any{
+	file_toolwire_orchestrator_v1_orchestrator_proto_msgTypes[16].OneofWrappers = []any{
 		(*ConverseResponse_Attached)(nil),
 		(*ConverseResponse_TextDelta)(nil),
 		(*ConverseResponse_ToolUse)(nil),
@@ -2008,6 +2187,7 @@ func file_toolwire_orchestrator_v1_orchestrator_proto_init() {
 		(*ConverseResponse_Error)(nil),
 		(*ConverseResponse_Retry)(nil),
 		(*ConverseResponse_McpToolsChanged)(nil),
+		(*ConverseResponse_BackgroundAck)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2015,7 +2195,7 @@ func file_toolwire_orchestrator_v1_orchestrator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc), len(file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

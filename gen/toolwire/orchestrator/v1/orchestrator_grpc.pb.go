@@ -24,6 +24,7 @@ const (
 	OrchestratorService_ListSessions_FullMethodName  = "/toolwire.orchestrator.v1.OrchestratorService/ListSessions"
 	OrchestratorService_DeleteSession_FullMethodName = "/toolwire.orchestrator.v1.OrchestratorService/DeleteSession"
 	OrchestratorService_Converse_FullMethodName      = "/toolwire.orchestrator.v1.OrchestratorService/Converse"
+	OrchestratorService_Rewind_FullMethodName        = "/toolwire.orchestrator.v1.OrchestratorService/Rewind"
 )
 
 // OrchestratorServiceClient is the client API for OrchestratorService service.
@@ -46,6 +47,11 @@ type OrchestratorServiceClient interface {
 	// then it sends user messages, permission decisions and interrupts, and the
 	// server streams the turn as it happens.
 	Converse(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ConverseRequest, ConverseResponse], error)
+	// Rewind restores a session's files to their state before a tool_use
+	// (through the executor's checkpoints) and cuts the conversation back to
+	// before the assistant message that holds it, so the next turn starts
+	// from there. A session with a turn running is refused.
+	Rewind(ctx context.Context, in *RewindRequest, opts ...grpc.CallOption) (*RewindResponse, error)
 }
 
 type orchestratorServiceClient struct {
@@ -109,6 +115,16 @@ func (c *orchestratorServiceClient) Converse(ctx context.Context, opts ...grpc.C
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type OrchestratorService_ConverseClient = grpc.BidiStreamingClient[ConverseRequest, ConverseResponse]
 
+func (c *orchestratorServiceClient) Rewind(ctx context.Context, in *RewindRequest, opts ...grpc.CallOption) (*RewindResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RewindResponse)
+	err := c.cc.Invoke(ctx, OrchestratorService_Rewind_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OrchestratorServiceServer is the server API for OrchestratorService service.
 // All implementations must embed UnimplementedOrchestratorServiceServer
 // for forward compatibility.
@@ -129,6 +145,11 @@ type OrchestratorServiceServer interface {
 	// then it sends user messages, permission decisions and interrupts, and the
 	// server streams the turn as it happens.
 	Converse(grpc.BidiStreamingServer[ConverseRequest, ConverseResponse]) error
+	// Rewind restores a session's files to their state before a tool_use
+	// (through the executor's checkpoints) and cuts the conversation back to
+	// before the assistant message that holds it, so the next turn starts
+	// from there. A session with a turn running is refused.
+	Rewind(context.Context, *RewindRequest) (*RewindResponse, error)
 	mustEmbedUnimplementedOrchestratorServiceServer()
 }
 
@@ -153,6 +174,9 @@ func (UnimplementedOrchestratorServiceServer) DeleteSession(context.Context, *De
 }
 func (UnimplementedOrchestratorServiceServer) Converse(grpc.BidiStreamingServer[ConverseRequest, ConverseResponse]) error {
 	return status.Error(codes.Unimplemented, "method Converse not implemented")
+}
+func (UnimplementedOrchestratorServiceServer) Rewind(context.Context, *RewindRequest) (*RewindResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Rewind not implemented")
 }
 func (UnimplementedOrchestratorServiceServer) mustEmbedUnimplementedOrchestratorServiceServer() {}
 func (UnimplementedOrchestratorServiceServer) testEmbeddedByValue()                             {}
@@ -254,6 +278,24 @@ func _OrchestratorService_Converse_Handler(srv interface{}, stream grpc.ServerSt
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type OrchestratorService_ConverseServer = grpc.BidiStreamingServer[ConverseRequest, ConverseResponse]
 
+func _OrchestratorService_Rewind_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RewindRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OrchestratorServiceServer).Rewind(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OrchestratorService_Rewind_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OrchestratorServiceServer).Rewind(ctx, req.(*RewindRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // OrchestratorService_ServiceDesc is the grpc.ServiceDesc for OrchestratorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -276,6 +318,10 @@ var OrchestratorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteSession",
 			Handler:    _OrchestratorService_DeleteSession_Handler,
+		},
+		{
+			MethodName: "Rewind",
+			Handler:    _OrchestratorService_Rewind_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

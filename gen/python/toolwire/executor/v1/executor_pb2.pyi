@@ -57,6 +57,10 @@ PROTECTION_PROCESS_TREE: Protection
 PROTECTION_RESOURCE_LIMITS: Protection
 PROTECTION_UNPRIVILEGED_USER: Protection
 PROTECTION_UNSPECIFIED: Protection
+RESTORE_ACTION_FAILED: RestoreAction
+RESTORE_ACTION_REMOVED: RestoreAction
+RESTORE_ACTION_RESTORED: RestoreAction
+RESTORE_ACTION_UNSPECIFIED: RestoreAction
 RESULT_ORDER_COMPLETION: ResultOrder
 RESULT_ORDER_TOOL_USE: ResultOrder
 RESULT_ORDER_UNSPECIFIED: ResultOrder
@@ -96,6 +100,60 @@ class Accepted(_message.Message):
     tool_use_id: str
     def __init__(self, tool_use_id: _Optional[str] = ..., concurrency_safe: bool = ..., duplicate: bool = ...) -> None: ...
 
+class Background(_message.Message):
+    __slots__ = ["tool_use_id"]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    tool_use_id: str
+    def __init__(self, tool_use_id: _Optional[str] = ...) -> None: ...
+
+class BackgroundAck(_message.Message):
+    __slots__ = ["moved", "reason", "tool_use_id"]
+    MOVED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    moved: bool
+    reason: str
+    tool_use_id: str
+    def __init__(self, tool_use_id: _Optional[str] = ..., moved: bool = ..., reason: _Optional[str] = ...) -> None: ...
+
+class Checkpoint(_message.Message):
+    __slots__ = ["files", "time", "tool_name", "tool_use_id"]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    files: _containers.RepeatedCompositeFieldContainer[CheckpointFile]
+    time: _timestamp_pb2.Timestamp
+    tool_name: str
+    tool_use_id: str
+    def __init__(self, tool_use_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., files: _Optional[_Iterable[_Union[CheckpointFile, _Mapping]]] = ...) -> None: ...
+
+class CheckpointFile(_message.Message):
+    __slots__ = ["existed", "mode", "path", "size"]
+    EXISTED_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    existed: bool
+    mode: int
+    path: str
+    size: int
+    def __init__(self, path: _Optional[str] = ..., existed: bool = ..., mode: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
+
+class CheckpointList(_message.Message):
+    __slots__ = ["bytes", "checkpoints", "dropped_tool_use_ids", "max_bytes", "request_id"]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_TOOL_USE_IDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    bytes: int
+    checkpoints: _containers.RepeatedCompositeFieldContainer[Checkpoint]
+    dropped_tool_use_ids: _containers.RepeatedScalarFieldContainer[str]
+    max_bytes: int
+    request_id: str
+    def __init__(self, request_id: _Optional[str] = ..., checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., dropped_tool_use_ids: _Optional[_Iterable[str]] = ..., bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+
 class ContentBlock(_message.Message):
     __slots__ = ["document", "image", "text"]
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
@@ -121,27 +179,36 @@ class DomainList(_message.Message):
     def __init__(self, domains: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ["abort", "open", "permission_decision", "resume", "tool_use"]
+    __slots__ = ["abort", "background", "list_checkpoints", "open", "permission_decision", "restore_checkpoint", "resume", "tool_use"]
     ABORT_FIELD_NUMBER: _ClassVar[int]
+    BACKGROUND_FIELD_NUMBER: _ClassVar[int]
+    LIST_CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
     OPEN_FIELD_NUMBER: _ClassVar[int]
     PERMISSION_DECISION_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     RESUME_FIELD_NUMBER: _ClassVar[int]
     TOOL_USE_FIELD_NUMBER: _ClassVar[int]
     abort: Abort
+    background: Background
+    list_checkpoints: ListCheckpoints
     open: Open
     permission_decision: PermissionDecision
+    restore_checkpoint: RestoreCheckpoint
     resume: Resume
     tool_use: ToolUse
-    def __init__(self, open: _Optional[_Union[Open, _Mapping]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., tool_use: _Optional[_Union[ToolUse, _Mapping]] = ..., abort: _Optional[_Union[Abort, _Mapping]] = ..., permission_decision: _Optional[_Union[PermissionDecision, _Mapping]] = ...) -> None: ...
+    def __init__(self, open: _Optional[_Union[Open, _Mapping]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., tool_use: _Optional[_Union[ToolUse, _Mapping]] = ..., abort: _Optional[_Union[Abort, _Mapping]] = ..., permission_decision: _Optional[_Union[PermissionDecision, _Mapping]] = ..., background: _Optional[_Union[Background, _Mapping]] = ..., list_checkpoints: _Optional[_Union[ListCheckpoints, _Mapping]] = ..., restore_checkpoint: _Optional[_Union[RestoreCheckpoint, _Mapping]] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
-    __slots__ = ["abort_ack", "accepted", "hello", "mcp_tools_changed", "permission_request", "progress", "result", "sequence", "started", "task_notification", "time"]
+    __slots__ = ["abort_ack", "accepted", "background_ack", "checkpoint_list", "hello", "mcp_tools_changed", "permission_request", "progress", "restore_result", "result", "sequence", "started", "task_notification", "time"]
     ABORT_ACK_FIELD_NUMBER: _ClassVar[int]
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    BACKGROUND_ACK_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_LIST_FIELD_NUMBER: _ClassVar[int]
     HELLO_FIELD_NUMBER: _ClassVar[int]
     MCP_TOOLS_CHANGED_FIELD_NUMBER: _ClassVar[int]
     PERMISSION_REQUEST_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_RESULT_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     STARTED_FIELD_NUMBER: _ClassVar[int]
@@ -149,16 +216,19 @@ class ExecuteResponse(_message.Message):
     TIME_FIELD_NUMBER: _ClassVar[int]
     abort_ack: AbortAck
     accepted: Accepted
+    background_ack: BackgroundAck
+    checkpoint_list: CheckpointList
     hello: Hello
     mcp_tools_changed: McpToolsChanged
     permission_request: PermissionRequest
     progress: Progress
+    restore_result: RestoreResult
     result: Result
     sequence: int
     started: Started
     task_notification: TaskNotification
     time: _timestamp_pb2.Timestamp
-    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., hello: _Optional[_Union[Hello, _Mapping]] = ..., accepted: _Optional[_Union[Accepted, _Mapping]] = ..., started: _Optional[_Union[Started, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., permission_request: _Optional[_Union[PermissionRequest, _Mapping]] = ..., result: _Optional[_Union[Result, _Mapping]] = ..., abort_ack: _Optional[_Union[AbortAck, _Mapping]] = ..., task_notification: _Optional[_Union[TaskNotification, _Mapping]] = ..., mcp_tools_changed: _Optional[_Union[McpToolsChanged, _Mapping]] = ...) -> None: ...
+    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., hello: _Optional[_Union[Hello, _Mapping]] = ..., accepted: _Optional[_Union[Accepted, _Mapping]] = ..., started: _Optional[_Union[Started, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., permission_request: _Optional[_Union[PermissionRequest, _Mapping]] = ..., result: _Optional[_Union[Result, _Mapping]] = ..., abort_ack: _Optional[_Union[AbortAck, _Mapping]] = ..., task_notification: _Optional[_Union[TaskNotification, _Mapping]] = ..., mcp_tools_changed: _Optional[_Union[McpToolsChanged, _Mapping]] = ..., background_ack: _Optional[_Union[BackgroundAck, _Mapping]] = ..., checkpoint_list: _Optional[_Union[CheckpointList, _Mapping]] = ..., restore_result: _Optional[_Union[RestoreResult, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
     __slots__ = ["executor_version", "last_sequence", "limits", "max_concurrency", "mcp_servers", "mcp_tools", "resume_retention", "resumed", "sandbox", "session_id", "tools", "workspace"]
@@ -227,6 +297,12 @@ class Limits(_message.Message):
     max_read_bytes: int
     max_timeout: _duration_pb2.Duration
     def __init__(self, default_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_output_chars: _Optional[int] = ..., max_read_bytes: _Optional[int] = ..., max_output_memory_bytes: _Optional[int] = ...) -> None: ...
+
+class ListCheckpoints(_message.Message):
+    __slots__ = ["request_id"]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    def __init__(self, request_id: _Optional[str] = ...) -> None: ...
 
 class ListToolsRequest(_message.Message):
     __slots__ = ["session_id"]
@@ -372,6 +448,36 @@ class Progress(_message.Message):
     total_bytes: int
     total_lines: int
     def __init__(self, tool_use_id: _Optional[str] = ..., output: _Optional[bytes] = ..., elapsed: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., total_lines: _Optional[int] = ..., total_bytes: _Optional[int] = ..., dropped_bytes: _Optional[int] = ...) -> None: ...
+
+class RestoreCheckpoint(_message.Message):
+    __slots__ = ["request_id", "tool_use_id"]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    tool_use_id: str
+    def __init__(self, request_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ...) -> None: ...
+
+class RestoreResult(_message.Message):
+    __slots__ = ["error", "files", "request_id", "tool_use_id"]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    error: str
+    files: _containers.RepeatedCompositeFieldContainer[RestoredFile]
+    request_id: str
+    tool_use_id: str
+    def __init__(self, request_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ..., files: _Optional[_Iterable[_Union[RestoredFile, _Mapping]]] = ..., error: _Optional[str] = ...) -> None: ...
+
+class RestoredFile(_message.Message):
+    __slots__ = ["action", "error", "path"]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    action: RestoreAction
+    error: str
+    path: str
+    def __init__(self, path: _Optional[str] = ..., action: _Optional[_Union[RestoreAction, str]] = ..., error: _Optional[str] = ...) -> None: ...
 
 class Result(_message.Message):
     __slots__ = ["content", "decided_by", "exit_code", "is_error", "outcome", "structured_json", "timing", "tool_name", "tool_use_id", "truncation"]
@@ -568,6 +674,9 @@ class Protection(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class RestoreAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Concurrency(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

@@ -16,7 +16,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from toolwire.executor.v1 import executor_pb2 as toolwire_dot_executor_dot_v1_dot_executor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n+toolwire/orchestrator/v1/orchestrator.proto\x12\x18toolwire.orchestrator.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#toolwire/executor/v1/executor.proto\"\x91\x03\n\x07Session\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n\x08\x65xecutor\x18\x02 \x01(\tR\x08\x65xecutor\x12\x14\n\x05model\x18\x03 \x01(\tR\x05model\x12\x39\n\ncreated_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x14\n\x05turns\x18\x05 \x01(\rR\x05turns\x12\x35\n\x05usage\x18\x06 \x01(\x0b\x32\x1f.toolwire.orchestrator.v1.UsageR\x05usage\x12#\n\rmessage_count\x18\x07 \x01(\rR\x0cmessageCount\x12\x12\n\x04\x62usy\x18\x08 \x01(\x08R\x04\x62usy\x12;\n\x07sandbox\x18\t \x01(\x0b\x32!.toolwire.executor.v1.SandboxInfoR\x07sandbox\x12\x46\n\x0bmcp_servers\x18\n \x03(\x0b\x32%.toolwire.executor.v1.McpServerStatusR\nmcpServers\"\xab\x05\n\rSessionConfig\x12\x1a\n\x08\x65xecutor\x18\x01 \x01(\tR\x08\x65xecutor\x12\x14\n\x05model\x18\x02 \x01(\tR\x05model\x12#\n\rsystem_prompt\x18\x03 \x01(\tR\x0csystemPrompt\x12\x1d\n\nmax_tokens\x18\x04 \x01(\rR\tmaxTokens\x12\x1b\n\tmax_turns\x18\x05 \x01(\rR\x08maxTurns\x12#\n\rallowed_tools\x18\x06 \x03(\tR\x0c\x61llowedTools\x12)\n\x10\x64isallowed_tools\x18\x07 \x03(\tR\x0f\x64isallowedTools\x12:\n\x08settings\x18\x08 \x01(\x0b\x32\x1e.toolwire.executor.v1.SettingsR\x08settings\x12\x1c\n\tworkspace\x18\t \x01(\tR\tworkspace\x12\x34\n\x16thinking_budget_tokens\x18\n \x01(\rR\x14thinkingBudgetTokens\x12>\n\x07options\x18\x0b \x01(\x0b\x32$.toolwire.executor.v1.SessionOptionsR\x07options\x12X\n\x0bmcp_servers\x18\x0c \x03(\x0b\x32\x37.toolwire.orchestrator.v1.SessionConfig.McpServersEntryR\nmcpServers\x12\'\n\x0frequire_sandbox\x18\r \x03(\tR\x0erequireSandbox\x1a\x64\n\x0fMcpServersEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12;\n\x05value\x18\x02 \x01(\x0b\x32%.toolwire.executor.v1.McpServerConfigR\x05value:\x02\x38\x01\"v\n\x14\x43reateSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12?\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\'.toolwire.orchestrator.v1.SessionConfigR\x06\x63onfig\"T\n\x15\x43reateSessionResponse\x12;\n\x07session\x18\x01 \x01(\x0b\x32!.toolwire.orchestrator.v1.SessionR\x07session\"2\n\x11GetSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"Q\n\x12GetSessionResponse\x12;\n\x07session\x18\x01 \x01(\x0b\x32!.toolwire.orchestrator.v1.SessionR\x07session\"\x15\n\x13ListSessionsRequest\"U\n\x14ListSessionsResponse\x12=\n\x08sessions\x18\x01 \x03(\x0b\x32!.toolwire.orchestrator.v1.SessionR\x08sessions\"5\n\x14\x44\x65leteSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"\x17\n\x15\x44\x65leteSessionResponse\"\xc2\x02\n\x0f\x43onverseRequest\x12:\n\x06\x61ttach\x18\x01 \x01(\x0b\x32 .toolwire.orchestrator.v1.AttachH\x00R\x06\x61ttach\x12J\n\x0cuser_message\x18\x02 \x01(\x0b\x32%.toolwire.orchestrator.v1.UserMessageH\x00R\x0buserMessage\x12[\n\x13permission_decision\x18\x03 \x01(\x0b\x32(.toolwire.executor.v1.PermissionDecisionH\x00R\x12permissionDecision\x12\x43\n\tinterrupt\x18\x04 \x01(\x0b\x32#.toolwire.orchestrator.v1.InterruptH\x00R\tinterruptB\x05\n\x03msg\"L\n\x06\x41ttach\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12#\n\rlast_sequence\x18\x02 \x01(\x04R\x0clastSequence\"!\n\x0bUserMessage\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\"#\n\tInterrupt\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\"\xad\x06\n\x10\x43onverseResponse\x12\x1a\n\x08sequence\x18\x01 \x01(\x04R\x08sequence\x12@\n\x08\x61ttached\x18\x02 \x01(\x0b\x32\".toolwire.orchestrator.v1.AttachedH\x00R\x08\x61ttached\x12\x44\n\ntext_delta\x18\x03 \x01(\x0b\x32#.toolwire.orchestrator.v1.TextDeltaH\x00R\ttextDelta\x12G\n\x08tool_use\x18\x04 \x01(\x0b\x32*.toolwire.orchestrator.v1.ToolUseAnnouncedH\x00R\x07toolUse\x12\x45\n\rtool_progress\x18\x05 \x01(\x0b\x32\x1e.toolwire.executor.v1.ProgressH\x00R\x0ctoolProgress\x12?\n\x0btool_result\x18\x06 \x01(\x0b\x32\x1c.toolwire.executor.v1.ResultH\x00R\ntoolResult\x12X\n\x12permission_request\x18\x07 \x01(\x0b\x32\'.toolwire.executor.v1.PermissionRequestH\x00R\x11permissionRequest\x12M\n\rturn_complete\x18\x08 \x01(\x0b\x32&.toolwire.orchestrator.v1.TurnCompleteH\x00R\x0cturnComplete\x12\x37\n\x05\x65rror\x18\t \x01(\x0b\x32\x1f.toolwire.orchestrator.v1.ErrorH\x00R\x05\x65rror\x12\x37\n\x05retry\x18\n \x01(\x0b\x32\x1f.toolwire.orchestrator.v1.RetryH\x00R\x05retry\x12S\n\x11mcp_tools_changed\x18\x0b \x01(\x0b\x32%.toolwire.executor.v1.McpToolsChangedH\x00R\x0fmcpToolsChanged\x12+\n\x12parent_tool_use_id\x18\x0c \x01(\tR\x0fparentToolUseIdB\x07\n\x05\x65vent\"G\n\x08\x41ttached\x12;\n\x07session\x18\x01 \x01(\x0b\x32!.toolwire.orchestrator.v1.SessionR\x07session\">\n\tTextDelta\x12\x1d\n\nmessage_id\x18\x01 \x01(\tR\tmessageId\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\"t\n\x10ToolUseAnnounced\x12\x1d\n\nmessage_id\x18\x01 \x01(\tR\tmessageId\x12\x0e\n\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n\x04name\x18\x03 \x01(\tR\x04name\x12\x1d\n\ninput_json\x18\x04 \x01(\tR\tinputJson\"\xf3\x01\n\x0cTurnComplete\x12\x45\n\x0bstop_reason\x18\x01 \x01(\x0e\x32$.toolwire.orchestrator.v1.StopReasonR\nstopReason\x12\x35\n\x05usage\x18\x02 \x01(\x0b\x32\x1f.toolwire.orchestrator.v1.UsageR\x05usage\x12\x1a\n\x08requests\x18\x03 \x01(\rR\x08requests\x12\x12\n\x04text\x18\x04 \x01(\tR\x04text\x12\x35\n\x08\x64uration\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x08\x64uration\"\xc5\x01\n\x05Usage\x12!\n\x0cinput_tokens\x18\x01 \x01(\x04R\x0binputTokens\x12#\n\routput_tokens\x18\x02 \x01(\x04R\x0coutputTokens\x12\x35\n\x17\x63\x61\x63he_read_input_tokens\x18\x03 \x01(\x04R\x14\x63\x61\x63heReadInputTokens\x12=\n\x1b\x63\x61\x63he_creation_input_tokens\x18\x04 \x01(\x04R\x18\x63\x61\x63heCreationInputTokens\"o\n\x05\x45rror\x12\x12\n\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message\x12 \n\x0brecoverable\x18\x03 \x01(\x08R\x0brecoverable\x12\x16\n\x06reason\x18\x04 \x01(\tR\x06reason\"\x8d\x01\n\x05Retry\x12\x18\n\x07\x61ttempt\x18\x01 \x01(\rR\x07\x61ttempt\x12!\n\x0cmax_attempts\x18\x02 \x01(\rR\x0bmaxAttempts\x12/\n\x05\x64\x65lay\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationR\x05\x64\x65lay\x12\x16\n\x06reason\x18\x04 \x01(\tR\x06reason*\xca\x01\n\nStopReason\x12\x1b\n\x17STOP_REASON_UNSPECIFIED\x10\x00\x12\x18\n\x14STOP_REASON_END_TURN\x10\x01\x12\x19\n\x15STOP_REASON_MAX_TURNS\x10\x02\x12\x1b\n\x17STOP_REASON_INTERRUPTED\x10\x03\x12\x15\n\x11STOP_REASON_ERROR\x10\x04\x12\x1d\n\x19STOP_REASON_STOP_SEQUENCE\x10\x05\x12\x17\n\x13STOP_REASON_REFUSAL\x10\x06\x32\xb8\x04\n\x13OrchestratorService\x12p\n\rCreateSession\x12..toolwire.orchestrator.v1.CreateSessionRequest\x1a/.toolwire.orchestrator.v1.CreateSessionResponse\x12g\n\nGetSession\x12+.toolwire.orchestrator.v1.GetSessionRequest\x1a,.toolwire.orchestrator.v1.GetSessionResponse\x12m\n\x0cListSessions\x12-.toolwire.orchestrator.v1.ListSessionsRequest\x1a..toolwire.orchestrator.v1.ListSessionsResponse\x12p\n\rDeleteSession\x12..toolwire.orchestrator.v1.DeleteSessionRequest\x1a/.toolwire.orchestrator.v1.DeleteSessionResponse\x12\x65\n\x08\x43onverse\x12).toolwire.orchestrator.v1.ConverseRequest\x1a*.toolwire.orchestrator.v1.ConverseResponse(\x01\x30\x01\x42JZHgithub.com/toolwire/toolwire/gen/toolwire/orchestrator/v1;orchestratorv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n+toolwire/orchestrator/v1/orchestrator.proto\x12\x18toolwire.orchestrator.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#toolwire/executor/v1/executor.proto\"N\n\rRewindRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x1e\n\x0btool_use_id\x18\x02 \x01(\tR\ttoolUseId\"\xb7\x01\n\x0eRewindResponse\x12=\n\x07restore\x18\x01 \x01(\x0b\x32#.toolwire.executor.v1.RestoreResultR\x07restore\x12)\n\x10messages_removed\x18\x02 \x01(\rR\x0fmessagesRemoved\x12;\n\x07session\x18\x03 \x01(\x0b\x32!.toolwire.orchestrator.v1.SessionR\x07session\"\x91\x03\n\x07Session\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n\x08\x65xecutor\x18\x02 \x01(\tR\x08\x65xecutor\x12\x14\n\x05model\x18\x03 \x01(\tR\x05model\x12\x39\n\ncreated_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x14\n\x05turns\x18\x05 \x01(\rR\x05turns\x12\x35\n\x05usage\x18\x06 \x01(\x0b\x32\x1f.toolwire.orchestrator.v1.UsageR\x05usage\x12#\n\rmessage_count\x18\x07 \x01(\rR\x0cmessageCount\x12\x12\n\x04\x62usy\x18\x08 \x01(\x08R\x04\x62usy\x12;\n\x07sandbox\x18\t \x01(\x0b\x32!.toolwire.executor.v1.SandboxInfoR\x07sandbox\x12\x46\n\x0bmcp_servers\x18\n \x03(\x0b\x32%.toolwire.executor.v1.McpServerStatusR\nmcpServers\"\xab\x05\n\rSessionConfig\x12\x1a\n\x08\x65xecutor\x18\x01 \x01(\tR\x08\x65xecutor\x12\x14\n\x05model\x18\x02 \x01(\tR\x05model\x12#\n\rsystem_prompt\x18\x03 \x01(\tR\x0csystemPrompt\x12\x1d\n\nmax_tokens\x18\x04 \x01(\rR\tmaxTokens\x12\x1b\n\tmax_turns\x18\x05 \x01(\rR\x08maxTurns\x12#\n\rallowed_tools\x18\x06 \x03(\tR\x0c\x61llowedTools\x12)\n\x10\x64isallowed_tools\x18\x07 \x03(\tR\x0f\x64isallowedTools\x12:\n\x08settings\x18\x08 \x01(\x0b\x32\x1e.toolwire.executor.v1.SettingsR\x08settings\x12\x1c\n\tworkspace\x18\t \x01(\tR\tworkspace\x12\x34\n\x16thinking_budget_tokens\x18\n \x01(\rR\x14thinkingBudgetTokens\x12>\n\x07options\x18\x0b \x01(\x0b\x32$.toolwire.executor.v1.SessionOptionsR\x07options\x12X\n\x0bmcp_servers\x18\x0c \x03(\x0b\x32\x37.toolwire.orchestrator.v1.SessionConfig.McpServersEntryR\nmcpServers\x12\'\n\x0frequire_sandbox\x18\r \x03(\tR\x0erequireSandbox\x1a\x64\n\x0fMcpServersEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12;\n\x05value\x18\x02 \x01(\x0b\x32%.toolwire.executor.v1.McpServerConfigR\x05value:\x02\x38\x01\"v\n\x14\x43reateSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12?\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\'.toolwire.orchestrator.v1.SessionConfigR\x06\x63onfig\"T\n\x15\x43reateSessionResponse\x12;\n\x07session\x18\x01 \x01(\x0b\x32!.toolwire.orchestrator.v1.SessionR\x07session\"2\n\x11GetSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"Q\n\x12GetSessionResponse\x12;\n\x07session\x18\x01 \x01(\x0b\x32!.toolwire.orchestrator.v1.SessionR\x07session\"\x15\n\x13ListSessionsRequest\"U\n\x14ListSessionsResponse\x12=\n\x08sessions\x18\x01 \x03(\x0b\x32!.toolwire.orchestrator.v1.SessionR\x08sessions\"5\n\x14\x44\x65leteSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"\x17\n\x15\x44\x65leteSessionResponse\"\x86\x03\n\x0f\x43onverseRequest\x12:\n\x06\x61ttach\x18\x01 \x01(\x0b\x32 .toolwire.orchestrator.v1.AttachH\x00R\x06\x61ttach\x12J\n\x0cuser_message\x18\x02 \x01(\x0b\x32%.toolwire.orchestrator.v1.UserMessageH\x00R\x0buserMessage\x12[\n\x13permission_decision\x18\x03 \x01(\x0b\x32(.toolwire.executor.v1.PermissionDecisionH\x00R\x12permissionDecision\x12\x43\n\tinterrupt\x18\x04 \x01(\x0b\x32#.toolwire.orchestrator.v1.InterruptH\x00R\tinterrupt\x12\x42\n\nbackground\x18\x05 \x01(\x0b\x32 .toolwire.executor.v1.BackgroundH\x00R\nbackgroundB\x05\n\x03msg\"L\n\x06\x41ttach\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12#\n\rlast_sequence\x18\x02 \x01(\x04R\x0clastSequence\"!\n\x0bUserMessage\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\"#\n\tInterrupt\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\"\xfb\x06\n\x10\x43onverseResponse\x12\x1a\n\x08sequence\x18\x01 \x01(\x04R\x08sequence\x12@\n\x08\x61ttached\x18\x02 \x01(\x0b\x32\".toolwire.orchestrator.v1.AttachedH\x00R\x08\x61ttached\x12\x44\n\ntext_delta\x18\x03 \x01(\x0b\x32#.toolwire.orchestrator.v1.TextDeltaH\x00R\ttextDelta\x12G\n\x08tool_use\x18\x04 \x01(\x0b\x32*.toolwire.orchestrator.v1.ToolUseAnnouncedH\x00R\x07toolUse\x12\x45\n\rtool_progress\x18\x05 \x01(\x0b\x32\x1e.toolwire.executor.v1.ProgressH\x00R\x0ctoolProgress\x12?\n\x0btool_result\x18\x06 \x01(\x0b\x32\x1c.toolwire.executor.v1.ResultH\x00R\ntoolResult\x12X\n\x12permission_request\x18\x07 \x01(\x0b\x32\'.toolwire.executor.v1.PermissionRequestH\x00R\x11permissionRequest\x12M\n\rturn_complete\x18\x08 \x01(\x0b\x32&.toolwire.orchestrator.v1.TurnCompleteH\x00R\x0cturnComplete\x12\x37\n\x05\x65rror\x18\t \x01(\x0b\x32\x1f.toolwire.orchestrator.v1.ErrorH\x00R\x05\x65rror\x12\x37\n\x05retry\x18\n \x01(\x0b\x32\x1f.toolwire.orchestrator.v1.RetryH\x00R\x05retry\x12S\n\x11mcp_tools_changed\x18\x0b \x01(\x0b\x32%.toolwire.executor.v1.McpToolsChangedH\x00R\x0fmcpToolsChanged\x12L\n\x0e\x62\x61\x63kground_ack\x18\x0c \x01(\x0b\x32#.toolwire.executor.v1.BackgroundAckH\x00R\rbackgroundAck\x12+\n\x12parent_tool_use_id\x18\r \x01(\tR\x0fparentToolUseIdB\x07\n\x05\x65vent\"G\n\x08\x41ttached\x12;\n\x07session\x18\x01 \x01(\x0b\x32!.toolwire.orchestrator.v1.SessionR\x07session\">\n\tTextDelta\x12\x1d\n\nmessage_id\x18\x01 \x01(\tR\tmessageId\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\"t\n\x10ToolUseAnnounced\x12\x1d\n\nmessage_id\x18\x01 \x01(\tR\tmessageId\x12\x0e\n\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n\x04name\x18\x03 \x01(\tR\x04name\x12\x1d\n\ninput_json\x18\x04 \x01(\tR\tinputJson\"\xf3\x01\n\x0cTurnComplete\x12\x45\n\x0bstop_reason\x18\x01 \x01(\x0e\x32$.toolwire.orchestrator.v1.StopReasonR\nstopReason\x12\x35\n\x05usage\x18\x02 \x01(\x0b\x32\x1f.toolwire.orchestrator.v1.UsageR\x05usage\x12\x1a\n\x08requests\x18\x03 \x01(\rR\x08requests\x12\x12\n\x04text\x18\x04 \x01(\tR\x04text\x12\x35\n\x08\x64uration\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x08\x64uration\"\xc5\x01\n\x05Usage\x12!\n\x0cinput_tokens\x18\x01 \x01(\x04R\x0binputTokens\x12#\n\routput_tokens\x18\x02 \x01(\x04R\x0coutputTokens\x12\x35\n\x17\x63\x61\x63he_read_input_tokens\x18\x03 \x01(\x04R\x14\x63\x61\x63heReadInputTokens\x12=\n\x1b\x63\x61\x63he_creation_input_tokens\x18\x04 \x01(\x04R\x18\x63\x61\x63heCreationInputTokens\"o\n\x05\x45rror\x12\x12\n\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message\x12 \n\x0brecoverable\x18\x03 \x01(\x08R\x0brecoverable\x12\x16\n\x06reason\x18\x04 \x01(\tR\x06reason\"\x8d\x01\n\x05Retry\x12\x18\n\x07\x61ttempt\x18\x01 \x01(\rR\x07\x61ttempt\x12!\n\x0cmax_attempts\x18\x02 \x01(\rR\x0bmaxAttempts\x12/\n\x05\x64\x65lay\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationR\x05\x64\x65lay\x12\x16\n\x06reason\x18\x04 \x01(\tR\x06reason*\xca\x01\n\nStopReason\x12\x1b\n\x17STOP_REASON_UNSPECIFIED\x10\x00\x12\x18\n\x14STOP_REASON_END_TURN\x10\x01\x12\x19\n\x15STOP_REASON_MAX_TURNS\x10\x02\x12\x1b\n\x17STOP_REASON_INTERRUPTED\x10\x03\x12\x15\n\x11STOP_REASON_ERROR\x10\x04\x12\x1d\n\x19STOP_REASON_STOP_SEQUENCE\x10\x05\x12\x17\n\x13STOP_REASON_REFUSAL\x10\x06\x32\x95\x05\n\x13OrchestratorService\x12p\n\rCreateSession\x12..toolwire.orchestrator.v1.CreateSessionRequest\x1a/.toolwire.orchestrator.v1.CreateSessionResponse\x12g\n\nGetSession\x12+.toolwire.orchestrator.v1.GetSessionRequest\x1a,.toolwire.orchestrator.v1.GetSessionResponse\x12m\n\x0cListSessions\x12-.toolwire.orchestrator.v1.ListSessionsRequest\x1a..toolwire.orchestrator.v1.ListSessionsResponse\x12p\n\rDeleteSession\x12..toolwire.orchestrator.v1.DeleteSessionRequest\x1a/.toolwire.orchestrator.v1.DeleteSessionResponse\x12\x65\n\x08\x43onverse\x12).toolwire.orchestrator.v1.ConverseRequest\x1a*.toolwire.orchestrator.v1.ConverseResponse(\x01\x30\x01\x12[\n\x06Rewind\x12\'.toolwire.orchestrator.v1.RewindRequest\x1a(.toolwire.orchestrator.v1.RewindResponseBJZHgithub.com/toolwire/toolwire/gen/toolwire/orchestrator/v1;orchestratorv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toolwire.orchestrator.v1.orchestrator_pb2', globals())
@@ -26,54 +26,58 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._serialized_options = b'ZHgithub.com/toolwire/toolwire/gen/toolwire/orchestrator/v1;orchestratorv1'
   _SESSIONCONFIG_MCPSERVERSENTRY._options = None
   _SESSIONCONFIG_MCPSERVERSENTRY._serialized_options = b'8\001'
-  _STOPREASON._serialized_start=4046
-  _STOPREASON._serialized_end=4248
-  _SESSION._serialized_start=176
-  _SESSION._serialized_end=577
-  _SESSIONCONFIG._serialized_start=580
-  _SESSIONCONFIG._serialized_end=1263
-  _SESSIONCONFIG_MCPSERVERSENTRY._serialized_start=1163
-  _SESSIONCONFIG_MCPSERVERSENTRY._serialized_end=1263
-  _CREATESESSIONREQUEST._serialized_start=1265
-  _CREATESESSIONREQUEST._serialized_end=1383
-  _CREATESESSIONRESPONSE._serialized_start=1385
-  _CREATESESSIONRESPONSE._serialized_end=1469
-  _GETSESSIONREQUEST._serialized_start=1471
-  _GETSESSIONREQUEST._serialized_end=1521
-  _GETSESSIONRESPONSE._serialized_start=1523
-  _GETSESSIONRESPONSE._serialized_end=1604
-  _LISTSESSIONSREQUEST._serialized_start=1606
-  _LISTSESSIONSREQUEST._serialized_end=1627
-  _LISTSESSIONSRESPONSE._serialized_start=1629
-  _LISTSESSIONSRESPONSE._serialized_end=1714
-  _DELETESESSIONREQUEST._serialized_start=1716
-  _DELETESESSIONREQUEST._serialized_end=1769
-  _DELETESESSIONRESPONSE._serialized_start=1771
-  _DELETESESSIONRESPONSE._serialized_end=1794
-  _CONVERSEREQUEST._serialized_start=1797
-  _CONVERSEREQUEST._serialized_end=2119
-  _ATTACH._serialized_start=2121
-  _ATTACH._serialized_end=2197
-  _USERMESSAGE._serialized_start=2199
-  _USERMESSAGE._serialized_end=2232
-  _INTERRUPT._serialized_start=2234
-  _INTERRUPT._serialized_end=2269
-  _CONVERSERESPONSE._serialized_start=2272
-  _CONVERSERESPONSE._serialized_end=3085
-  _ATTACHED._serialized_start=3087
-  _ATTACHED._serialized_end=3158
-  _TEXTDELTA._serialized_start=3160
-  _TEXTDELTA._serialized_end=3222
-  _TOOLUSEANNOUNCED._serialized_start=3224
-  _TOOLUSEANNOUNCED._serialized_end=3340
-  _TURNCOMPLETE._serialized_start=3343
-  _TURNCOMPLETE._serialized_end=3586
-  _USAGE._serialized_start=3589
-  _USAGE._serialized_end=3786
-  _ERROR._serialized_start=3788
-  _ERROR._serialized_end=3899
-  _RETRY._serialized_start=3902
-  _RETRY._serialized_end=4043
-  _ORCHESTRATORSERVICE._serialized_start=4251
-  _ORCHESTRATORSERVICE._serialized_end=4819
+  _STOPREASON._serialized_start=4458
+  _STOPREASON._serialized_end=4660
+  _REWINDREQUEST._serialized_start=175
+  _REWINDREQUEST._serialized_end=253
+  _REWINDRESPONSE._serialized_start=256
+  _REWINDRESPONSE._serialized_end=439
+  _SESSION._serialized_start=442
+  _SESSION._serialized_end=843
+  _SESSIONCONFIG._serialized_start=846
+  _SESSIONCONFIG._serialized_end=1529
+  _SESSIONCONFIG_MCPSERVERSENTRY._serialized_start=1429
+  _SESSIONCONFIG_MCPSERVERSENTRY._serialized_end=1529
+  _CREATESESSIONREQUEST._serialized_start=1531
+  _CREATESESSIONREQUEST._serialized_end=1649
+  _CREATESESSIONRESPONSE._serialized_start=1651
+  _CREATESESSIONRESPONSE._serialized_end=1735
+  _GETSESSIONREQUEST._serialized_start=1737
+  _GETSESSIONREQUEST._serialized_end=1787
+  _GETSESSIONRESPONSE._serialized_start=1789
+  _GETSESSIONRESPONSE._serialized_end=1870
+  _LISTSESSIONSREQUEST._serialized_start=1872
+  _LISTSESSIONSREQUEST._serialized_end=1893
+  _LISTSESSIONSRESPONSE._serialized_start=1895
+  _LISTSESSIONSRESPONSE._serialized_end=1980
+  _DELETESESSIONREQUEST._serialized_start=1982
+  _DELETESESSIONREQUEST._serialized_end=2035
+  _DELETESESSIONRESPONSE._serialized_start=2037
+  _DELETESESSIONRESPONSE._serialized_end=2060
+  _CONVERSEREQUEST._serialized_start=2063
+  _CONVERSEREQUEST._serialized_end=2453
+  _ATTACH._serialized_start=2455
+  _ATTACH._serialized_end=2531
+  _USERMESSAGE._serialized_start=2533
+  _USERMESSAGE._serialized_end=2566
+  _INTERRUPT._serialized_start=2568
+  _INTERRUPT._serialized_end=2603
+  _CONVERSERESPONSE._serialized_start=2606
+  _CONVERSERESPONSE._serialized_end=3497
+  _ATTACHED._serialized_start=3499
+  _ATTACHED._serialized_end=3570
+  _TEXTDELTA._serialized_start=3572
+  _TEXTDELTA._serialized_end=3634
+  _TOOLUSEANNOUNCED._serialized_start=3636
+  _TOOLUSEANNOUNCED._serialized_end=3752
+  _TURNCOMPLETE._serialized_start=3755
+  _TURNCOMPLETE._serialized_end=3998
+  _USAGE._serialized_start=4001
+  _USAGE._serialized_end=4198
+  _ERROR._serialized_start=4200
+  _ERROR._serialized_end=4311
+  _RETRY._serialized_start=4314
+  _RETRY._serialized_end=4455
+  _ORCHESTRATORSERVICE._serialized_start=4663
+  _ORCHESTRATORSERVICE._serialized_end=5324
 # @@protoc_insertion_point(module_scope)

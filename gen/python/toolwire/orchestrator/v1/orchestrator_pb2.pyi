@@ -31,20 +31,23 @@ class Attached(_message.Message):
     def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
 
 class ConverseRequest(_message.Message):
-    __slots__ = ["attach", "interrupt", "permission_decision", "user_message"]
+    __slots__ = ["attach", "background", "interrupt", "permission_decision", "user_message"]
     ATTACH_FIELD_NUMBER: _ClassVar[int]
+    BACKGROUND_FIELD_NUMBER: _ClassVar[int]
     INTERRUPT_FIELD_NUMBER: _ClassVar[int]
     PERMISSION_DECISION_FIELD_NUMBER: _ClassVar[int]
     USER_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     attach: Attach
+    background: _executor_pb2.Background
     interrupt: Interrupt
     permission_decision: _executor_pb2.PermissionDecision
     user_message: UserMessage
-    def __init__(self, attach: _Optional[_Union[Attach, _Mapping]] = ..., user_message: _Optional[_Union[UserMessage, _Mapping]] = ..., permission_decision: _Optional[_Union[_executor_pb2.PermissionDecision, _Mapping]] = ..., interrupt: _Optional[_Union[Interrupt, _Mapping]] = ...) -> None: ...
+    def __init__(self, attach: _Optional[_Union[Attach, _Mapping]] = ..., user_message: _Optional[_Union[UserMessage, _Mapping]] = ..., permission_decision: _Optional[_Union[_executor_pb2.PermissionDecision, _Mapping]] = ..., interrupt: _Optional[_Union[Interrupt, _Mapping]] = ..., background: _Optional[_Union[_executor_pb2.Background, _Mapping]] = ...) -> None: ...
 
 class ConverseResponse(_message.Message):
-    __slots__ = ["attached", "error", "mcp_tools_changed", "parent_tool_use_id", "permission_request", "retry", "sequence", "text_delta", "tool_progress", "tool_result", "tool_use", "turn_complete"]
+    __slots__ = ["attached", "background_ack", "error", "mcp_tools_changed", "parent_tool_use_id", "permission_request", "retry", "sequence", "text_delta", "tool_progress", "tool_result", "tool_use", "turn_complete"]
     ATTACHED_FIELD_NUMBER: _ClassVar[int]
+    BACKGROUND_ACK_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     MCP_TOOLS_CHANGED_FIELD_NUMBER: _ClassVar[int]
     PARENT_TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +60,7 @@ class ConverseResponse(_message.Message):
     TOOL_USE_FIELD_NUMBER: _ClassVar[int]
     TURN_COMPLETE_FIELD_NUMBER: _ClassVar[int]
     attached: Attached
+    background_ack: _executor_pb2.BackgroundAck
     error: Error
     mcp_tools_changed: _executor_pb2.McpToolsChanged
     parent_tool_use_id: str
@@ -68,7 +72,7 @@ class ConverseResponse(_message.Message):
     tool_result: _executor_pb2.Result
     tool_use: ToolUseAnnounced
     turn_complete: TurnComplete
-    def __init__(self, sequence: _Optional[int] = ..., attached: _Optional[_Union[Attached, _Mapping]] = ..., text_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_use: _Optional[_Union[ToolUseAnnounced, _Mapping]] = ..., tool_progress: _Optional[_Union[_executor_pb2.Progress, _Mapping]] = ..., tool_result: _Optional[_Union[_executor_pb2.Result, _Mapping]] = ..., permission_request: _Optional[_Union[_executor_pb2.PermissionRequest, _Mapping]] = ..., turn_complete: _Optional[_Union[TurnComplete, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., retry: _Optional[_Union[Retry, _Mapping]] = ..., mcp_tools_changed: _Optional[_Union[_executor_pb2.McpToolsChanged, _Mapping]] = ..., parent_tool_use_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, sequence: _Optional[int] = ..., attached: _Optional[_Union[Attached, _Mapping]] = ..., text_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_use: _Optional[_Union[ToolUseAnnounced, _Mapping]] = ..., tool_progress: _Optional[_Union[_executor_pb2.Progress, _Mapping]] = ..., tool_result: _Optional[_Union[_executor_pb2.Result, _Mapping]] = ..., permission_request: _Optional[_Union[_executor_pb2.PermissionRequest, _Mapping]] = ..., turn_complete: _Optional[_Union[TurnComplete, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., retry: _Optional[_Union[Retry, _Mapping]] = ..., mcp_tools_changed: _Optional[_Union[_executor_pb2.McpToolsChanged, _Mapping]] = ..., background_ack: _Optional[_Union[_executor_pb2.BackgroundAck, _Mapping]] = ..., parent_tool_use_id: _Optional[str] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
     __slots__ = ["config", "session_id"]
@@ -145,6 +149,24 @@ class Retry(_message.Message):
     max_attempts: int
     reason: str
     def __init__(self, attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., delay: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class RewindRequest(_message.Message):
+    __slots__ = ["session_id", "tool_use_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    tool_use_id: str
+    def __init__(self, session_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ...) -> None: ...
+
+class RewindResponse(_message.Message):
+    __slots__ = ["messages_removed", "restore", "session"]
+    MESSAGES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    messages_removed: int
+    restore: _executor_pb2.RestoreResult
+    session: Session
+    def __init__(self, restore: _Optional[_Union[_executor_pb2.RestoreResult, _Mapping]] = ..., messages_removed: _Optional[int] = ..., session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
 
 class Session(_message.Message):
     __slots__ = ["busy", "created_at", "executor", "id", "mcp_servers", "message_count", "model", "sandbox", "turns", "usage"]

@@ -41,6 +41,11 @@ class OrchestratorServiceStub(object):
                 request_serializer=toolwire_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ConverseRequest.SerializeToString,
                 response_deserializer=toolwire_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ConverseResponse.FromString,
                 )
+        self.Rewind = channel.unary_unary(
+                '/toolwire.orchestrator.v1.OrchestratorService/Rewind',
+                request_serializer=toolwire_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RewindRequest.SerializeToString,
+                response_deserializer=toolwire_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RewindResponse.FromString,
+                )
 
 
 class OrchestratorServiceServicer(object):
@@ -86,6 +91,16 @@ class OrchestratorServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Rewind(self, request, context):
+        """Rewind restores a session's files to their state before a tool_use
+        (through the executor's checkpoints) and cuts the conversation back to
+        before the assistant message that holds it, so the next turn starts
+        from there. A session with a turn running is refused.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OrchestratorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -113,6 +128,11 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.Converse,
                     request_deserializer=toolwire_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ConverseRequest.FromString,
                     response_serializer=toolwire_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ConverseResponse.SerializeToString,
+            ),
+            'Rewind': grpc.unary_unary_rpc_method_handler(
+                    servicer.Rewind,
+                    request_deserializer=toolwire_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RewindRequest.FromString,
+                    response_serializer=toolwire_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RewindResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -208,5 +228,22 @@ class OrchestratorService(object):
         return grpc.experimental.stream_stream(request_iterator, target, '/toolwire.orchestrator.v1.OrchestratorService/Converse',
             toolwire_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ConverseRequest.SerializeToString,
             toolwire_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ConverseResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Rewind(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/toolwire.orchestrator.v1.OrchestratorService/Rewind',
+            toolwire_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RewindRequest.SerializeToString,
+            toolwire_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RewindResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
