@@ -63,7 +63,7 @@ func (d *dialer) setLimits(l ccenv.Limits) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.emb == nil {
-		d.embeddedCfg.Limits = embeddedLimits(l)
+		d.embeddedCfg.Limits = embeddedLimits(l, d.embeddedCfg.Limits.WebFetchTimeout)
 		d.embeddedCfg.MaxConcurrency = l.MaxConcurrency
 	}
 }

@@ -107,7 +107,14 @@ type common struct {
 	allowedDomains  listFlag
 	deniedDomains   listFlag
 	allowedAddrs    listFlag
-	egress          egress.Policy // parsed by checkEgress
+	fetchTimeout    time.Duration
+	webFetchModel   string
+	webSearch       bool
+	searchAllowed   listFlag
+	searchBlocked   listFlag
+	searchMaxUses   int
+	webSearchCfg    *model.WebSearch // parsed by checkWeb
+	egress          egress.Policy    // parsed by checkEgress
 
 	// sandboxSettings are the sandbox lists of the settings, for the
 	// in-process executor (set by loadSettings).
@@ -133,8 +140,14 @@ func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
 	fs.StringVar(&c.sandbox, "sandbox", sandbox.BackendLandlock, `in-process executor confinement: "landlock" or "none"`)
 	fs.StringVar(&c.network, "network", embedded.DefaultNetwork, `in-process executor network: "host" (the machine's, as your shell has it), "allowlist" (only --allowed-domains, through an egress proxy; needs root or CAP_SYS_ADMIN) or "none" (loopback only; needs root or CAP_SYS_ADMIN)`)
 	fs.Var(&c.allowedDomains, "allowed-domains", `with --network allowlist: hosts Bash may reach, e.g. "*.npmjs.org,pypi.org:443" ("*.d" covers subdomains of d, ":PORT" one port; repeatable; sandbox.network.allowedDomains of --settings adds to them)`)
-	fs.Var(&c.deniedDomains, "denied-domains", "with --network allowlist: hosts never reached (repeatable)")
-	fs.Var(&c.allowedAddrs, "allowed-addresses", `with --network allowlist: loopback, private or link-local ranges allowed hosts may resolve to, e.g. "10.1.2.0/24" (repeatable)`)
+	fs.Var(&c.deniedDomains, "denied-domains", "with --network allowlist: hosts never reached; with --network host: hosts WebFetch never fetches from (repeatable)")
+	fs.Var(&c.allowedAddrs, "allowed-addresses", `with --network allowlist or host: loopback, private or link-local ranges that allowed hosts may resolve to, for the egress proxy and WebFetch, e.g. "10.1.2.0/24" (repeatable)`)
+	fs.DurationVar(&c.fetchTimeout, "web-fetch-timeout", tool.DefaultWebFetchTimeout, "how long one WebFetch of the in-process executor may take: connecting, redirects and reading the page")
+	fs.StringVar(&c.webFetchModel, "web-fetch-model", model.DefaultSmallModel, "small, fast model that answers a WebFetch call's prompt from the fetched page")
+	fs.BoolVar(&c.webSearch, "web-search", false, "offer the Messages API's server-side web search tool (web_search_20250305) to the model; the API runs the searches")
+	fs.Var(&c.searchAllowed, "web-search-allowed-domains", "with --web-search: the only domains search results may come from (repeatable; not with --web-search-blocked-domains)")
+	fs.Var(&c.searchBlocked, "web-search-blocked-domains", "with --web-search: domains search results never come from (repeatable)")
+	fs.IntVar(&c.searchMaxUses, "web-search-max-uses", 0, "with --web-search: most searches per model request (0: the API's limit)")
 	fs.Var(&c.addDirs, "add-dir", "extra directory the tools may read and write, file tools and Bash alike, besides the workspace (repeatable; in-process executor)")
 	fs.Var(&c.sandboxRead, "sandbox-read", "extra directory Bash may read and execute (repeatable; in-process executor; Bash reads everything but the deny list already)")
 	fs.Var(&c.sandboxWrite, "sandbox-write", "extra directory Bash may write, the file tools may not (repeatable; in-process executor)")
@@ -172,7 +185,7 @@ func (c *common) embeddedConfig(log *slog.Logger) embedded.Config {
 			ReadOnlyPaths: c.sandboxRead, ReadWritePaths: c.sandboxWrite,
 		},
 		Explain: setupHints.Explain,
-		Limits:  embeddedLimits(c.limits),
+		Limits:  embeddedLimits(c.limits, c.fetchTimeout),
 		// Zero (none of the variables) is the executor's default.
 		MaxConcurrency: c.limits.MaxConcurrency,
 	})
@@ -180,10 +193,10 @@ func (c *common) embeddedConfig(log *slog.Logger) embedded.Config {
 
 // embeddedLimits are the Bash timeouts of the in-process executor, which
 // orchestrator has no flags for: those of Claude Code's variables, else
-// the defaults.
-func embeddedLimits(l ccenv.Limits) tool.Limits {
+// the defaults; and WebFetch's timeout (--web-fetch-timeout).
+func embeddedLimits(l ccenv.Limits, fetchTimeout time.Duration) tool.Limits {
 	d, m := l.Timeouts(0, 0, tool.DefaultTimeout, tool.DefaultMaxTimeout)
-	return tool.Limits{DefaultTimeout: d, MaxTimeout: m}
+	return tool.Limits{DefaultTimeout: d, MaxTimeout: m, WebFetchTimeout: fetchTimeout}
 }
 
 // checkSandboxFlags fails early on values of --sandbox and --network that
@@ -200,22 +213,51 @@ func (c *common) checkSandboxFlags() error {
 	return nil
 }
 
-// checkEgress parses the allowlist flags of the in-process executor; they
-// need --network allowlist.
+// checkEgress parses the allowlist flags of the in-process executor:
+// --allowed-domains needs --network allowlist; --denied-domains and
+// --allowed-addresses apply to host too, where they bound WebFetch.
 func (c *common) checkEgress() error {
 	if c.network != sandbox.NetworkAllowlist {
-		for name, f := range map[string]listFlag{"allowed-domains": c.allowedDomains, "denied-domains": c.deniedDomains, "allowed-addresses": c.allowedAddrs} {
+		flags := map[string]listFlag{"allowed-domains": c.allowedDomains, "denied-domains": c.deniedDomains, "allowed-addresses": c.allowedAddrs}
+		if c.network == sandbox.NetworkHost {
+			flags = map[string]listFlag{"allowed-domains": c.allowedDomains}
+		}
+		for name, f := range flags {
 			if len(f) > 0 {
-				return fmt.Errorf("--%s applies to --network allowlist, not %q", name, c.network)
+				return fmt.Errorf("--%s applies to --network %s, not %q", name, networksOf(name), c.network)
 			}
 		}
-		return nil
+		if c.network != sandbox.NetworkHost {
+			return nil
+		}
 	}
 	p, err := egress.NewPolicy(c.allowedDomains, c.deniedDomains, c.allowedAddrs)
 	if err != nil {
-		return fmt.Errorf("--network allowlist: %w", err)
+		return fmt.Errorf("--network %s: %w", c.network, err)
 	}
 	c.egress = p
+	return nil
+}
+
+// checkWeb checks the web search flags and keeps the search tool's
+// configuration.
+func (c *common) checkWeb() error {
+	if strings.TrimSpace(c.webFetchModel) == "" {
+		return usagef("--web-fetch-model must name a model")
+	}
+	if !c.webSearch {
+		if len(c.searchAllowed) > 0 || len(c.searchBlocked) > 0 || c.searchMaxUses != 0 {
+			return usagef("--web-search-allowed-domains, --web-search-blocked-domains and --web-search-max-uses need --web-search")
+		}
+		return nil
+	}
+	if len(c.searchAllowed) > 0 && len(c.searchBlocked) > 0 {
+		return usagef("--web-search-allowed-domains and --web-search-blocked-domains exclude each other (the API takes one list)")
+	}
+	if c.searchMaxUses < 0 {
+		return usagef("--web-search-max-uses must not be negative")
+	}
+	c.webSearchCfg = &model.WebSearch{MaxUses: c.searchMaxUses, AllowedDomains: c.searchAllowed, BlockedDomains: c.searchBlocked}
 	return nil
 }
 
@@ -281,4 +323,12 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// networksOf names the networks an egress flag applies to.
+func networksOf(flag string) string {
+	if flag == "allowed-domains" {
+		return "allowlist"
+	}
+	return "allowlist or host"
 }

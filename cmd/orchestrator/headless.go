@@ -149,6 +149,9 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return 2, err
 	}
+	if err := c.checkWeb(); err != nil {
+		return 2, err
+	}
 	store, err := c.store()
 	if err != nil {
 		return 1, err
@@ -183,6 +186,8 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		DefaultExecutor: c.executorAddr(),
 		Store:           store,
 		Permissions:     denyUnattended,
+		WebFetchModel:   c.webFetchModel,
+		WebSearch:       c.webSearchCfg,
 		RequireSandbox:  h.mcp.required,
 		ClientVersion:   version,
 		Logger:          log,

@@ -65,6 +65,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	if err := c.checkEgress(); err != nil {
 		return err
 	}
+	if err := c.checkWeb(); err != nil {
+		return err
+	}
 	settings, err := c.loadSettings()
 	if err != nil {
 		return err
@@ -115,6 +118,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 			Model: client.Model(), MaxTokens: c.maxTokens, MaxTurns: c.maxTurns,
 			ThinkingBudget: c.thinkingBudget, Settings: settings,
 		},
+		WebFetchModel:   c.webFetchModel,
+		WebSearch:       c.webSearchCfg,
 		MCPServers:      mcpServers,
 		StrictMCP:       mcp.strict,
 		RequireSandbox:  mcp.required,

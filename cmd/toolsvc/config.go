@@ -79,6 +79,7 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		maxOutput     = fs.Int("max-output-chars", tool.DefaultMaxOutputChars, "Bash output returned inline before it is shortened")
 		maxRead       = fs.Int64("max-read-bytes", tool.DefaultMaxReadBytes, "largest file Read returns without offset/limit")
 		checkpoints   = fs.Int64("checkpoint-bytes", checkpoint.DefaultMaxBytes, "previous file content each session keeps to restore what Write, Edit and NotebookEdit changed; the oldest checkpoints are dropped beyond it")
+		fetchTimeout  = fs.Duration("web-fetch-timeout", tool.DefaultWebFetchTimeout, "how long one WebFetch may take: connecting, redirects and reading the page")
 		retention     = fs.Duration("retention", 5*time.Minute, "how long a disconnected session and its events are kept for resume")
 		permTimeout   = fs.Duration("permission-timeout", 5*time.Minute, "how long a call waits for a permission decision before it is denied")
 		backend       = fs.String("sandbox", "landlock", `process confinement: "landlock" or "none" (no confinement; only when you mean it)`)
@@ -188,6 +189,8 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 				MaxReadBytes:   *maxRead,
 				// Zero or less: the default.
 				MaxCheckpointBytes: *checkpoints,
+				// WebFetch's own limit, not the Bash ones above.
+				WebFetchTimeout: *fetchTimeout,
 			},
 			MaxConcurrency:    *maxConc,
 			Retention:         *retention,
@@ -325,24 +328,32 @@ type egressFlags struct {
 
 func (e *egressFlags) register(fs *flag.FlagSet) {
 	fs.Var(&e.allowed, "allowed-domains", `with --network allowlist: hosts tool processes may reach through the egress proxy, e.g. "*.npmjs.org,pypi.org:443" ("*.d" covers subdomains of d, ":PORT" one port; comma-separated, repeatable; sandbox.network.allowedDomains of --settings adds to them)`)
-	fs.Var(&e.denied, "denied-domains", "with --network allowlist: hosts never reached, whatever allows them (comma-separated, repeatable)")
-	fs.Var(&e.addresses, "allowed-addresses", `with --network allowlist: loopback, private or link-local ranges allowed hosts may resolve to, e.g. "10.1.2.0/24" for an internal mirror (refused otherwise; comma-separated, repeatable)`)
+	fs.Var(&e.denied, "denied-domains", "with --network allowlist: hosts never reached, whatever allows them; with --network host: hosts WebFetch never fetches from (comma-separated, repeatable)")
+	fs.Var(&e.addresses, "allowed-addresses", `with --network allowlist or host: loopback, private or link-local ranges that allowed hosts may resolve to, for the egress proxy and WebFetch, e.g. "10.1.2.0/24" for an internal mirror (refused otherwise; comma-separated, repeatable)`)
 }
 
-// policy returns the operator's egress policy; the flags need network
-// "allowlist".
+// policy returns the operator's egress policy. --allowed-domains needs
+// network "allowlist"; --denied-domains and --allowed-addresses apply to
+// "host" too, where they bound WebFetch (tool processes reach the network
+// directly there).
 func (e *egressFlags) policy(network string) (egress.Policy, error) {
 	if network != sandbox.NetworkAllowlist {
-		for name, f := range map[string]entriesFlag{"allowed-domains": e.allowed, "denied-domains": e.denied, "allowed-addresses": e.addresses} {
+		flags := map[string]entriesFlag{"allowed-domains": e.allowed, "denied-domains": e.denied, "allowed-addresses": e.addresses}
+		if network == sandbox.NetworkHost {
+			flags = map[string]entriesFlag{"allowed-domains": e.allowed}
+		}
+		for name, f := range flags {
 			if len(f) > 0 {
-				return egress.Policy{}, fmt.Errorf("--%s applies to --network allowlist, not %q", name, network)
+				return egress.Policy{}, fmt.Errorf("--%s applies to --network %s, not %q", name, networksOf(name), network)
 			}
 		}
-		return egress.Policy{}, nil
+		if network != sandbox.NetworkHost {
+			return egress.Policy{}, nil
+		}
 	}
 	p, err := egress.NewPolicy(e.allowed, e.denied, e.addresses)
 	if err != nil {
-		return egress.Policy{}, fmt.Errorf("--network allowlist: %w", err)
+		return egress.Policy{}, fmt.Errorf("--network %s: %w", network, err)
 	}
 	return p, nil
 }
@@ -355,4 +366,12 @@ func (l *entriesFlag) String() string { return strings.Join(*l, ",") }
 func (l *entriesFlag) Set(v string) error {
 	*l = append(*l, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })...)
 	return nil
+}
+
+// networksOf names the networks an egress flag applies to.
+func networksOf(flag string) string {
+	if flag == "allowed-domains" {
+		return "allowlist"
+	}
+	return "allowlist or host"
 }

@@ -149,7 +149,7 @@ func isError(r toolResult) bool { return r.IsError != nil && *r.IsError }
 func TestMCPListing(t *testing.T) {
 	root, bin := mcpRoot(t)
 	l := listTools(t, nil, "--embedded", "--root", root, "--mcp-config", mcpConfig(bin))
-	want := "Bash Edit Glob Grep NotebookEdit Read TaskOutput TaskStop Write " +
+	want := "Bash Edit Glob Grep NotebookEdit Read TaskOutput TaskStop WebFetch Write " +
 		"mcp__ex__add mcp__ex__big mcp__ex__crash mcp__ex__echo mcp__ex__fail mcp__ex__grow mcp__ex__image mcp__ex__meta mcp__ex__probe mcp__ex__slow"
 	if got := l.names(); got != want {
 		t.Fatalf("tools:\n got %s\nwant %s", got, want)

@@ -77,6 +77,9 @@ func (d *Denial) Why() string {
 	case ReasonDeniedDomain:
 		return fmt.Sprintf("%s is a denied domain (entry %s)", d.Host, d.Rule)
 	case ReasonAddress:
+		if d.Host == d.Addr.String() {
+			return fmt.Sprintf("%s is %s (%s), which the policy does not allow", d.Host, d.What, d.Range)
+		}
 		return fmt.Sprintf("%s resolves to %s, %s (%s), which the policy does not allow", d.Host, d.Addr, d.What, d.Range)
 	case ReasonProtocol:
 		return d.Detail

@@ -346,59 +346,21 @@ func (p *Proxy) forward(c net.Conn, req *http.Request) {
 // the first address the policy allows. It returns a Denial when the
 // policy refuses, an error when the connection fails otherwise.
 func (p *Proxy) open(method, host string, port int) (net.Conn, *Denial, error) {
-	host = normalizeHost(host)
-	pol := p.cfg.Policy
-	if d := pol.checkName(host, port); d != nil {
+	up, a, d, err := dialChecked(p.ctx, p.cfg.Policy, p.cfg.Resolver, p.cfg.Dial, host, port)
+	switch {
+	case d != nil:
 		d.Method = method
 		return nil, d, nil
+	case err != nil:
+		return nil, nil, err
 	}
-	var addrs []netip.Addr
-	if a, err := netip.ParseAddr(host); err == nil {
-		addrs = []netip.Addr{a}
-	} else {
-		ctx, cancel := context.WithTimeout(p.ctx, DefaultDialTimeout)
-		addrs, err = p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
-		cancel()
-		if err != nil {
-			return nil, nil, fmt.Errorf("resolve %s: %w", host, err)
-		}
+	if !p.addUpstream(up) {
+		up.Close()
+		return nil, nil, ErrClosed
 	}
-	var allowed []netip.Addr
-	var refused *Denial
-	for _, a := range addrs {
-		a = a.Unmap()
-		if sr, ok := pol.checkAddr(a); !ok {
-			if refused == nil {
-				refused = &Denial{Method: method, Host: host, Port: port, Reason: ReasonAddress, Addr: a, Range: sr.prefix, What: sr.what}
-			}
-			continue
-		}
-		allowed = append(allowed, a)
-	}
-	if len(allowed) == 0 {
-		if refused == nil {
-			return nil, nil, fmt.Errorf("resolve %s: no addresses", host)
-		}
-		return nil, refused, nil
-	}
-	var lastErr error
-	for _, a := range allowed {
-		// The checked address itself: a second lookup could answer
-		// differently (DNS rebinding).
-		up, err := p.cfg.Dial(p.ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		if !p.addUpstream(up) {
-			up.Close()
-			return nil, nil, ErrClosed
-		}
-		p.tel.count(p.ctx, outcomeAllowed, "")
-		p.log.Debug("egress allowed", "method", method, "target", net.JoinHostPort(host, strconv.Itoa(port)), "addr", a.String())
-		return up, nil, nil
-	}
-	return nil, nil, fmt.Errorf("connect to %s: %w", net.JoinHostPort(host, strconv.Itoa(port)), lastErr)
+	p.tel.count(p.ctx, outcomeAllowed, "")
+	p.log.Debug("egress allowed", "method", method, "target", net.JoinHostPort(normalizeHost(host), strconv.Itoa(port)), "addr", a.String())
+	return up, nil, nil
 }
 
 // refuse answers a refused request and records it.

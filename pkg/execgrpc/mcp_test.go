@@ -74,7 +74,7 @@ func TestMCPToolsInHelloListToolsAndChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := toolNames(list.GetTools()); !strings.HasPrefix(got, "Bash Edit Glob Grep NotebookEdit Read TaskOutput TaskStop Write mcp__ex__add ") {
+	if got := toolNames(list.GetTools()); !strings.HasPrefix(got, "Bash Edit Glob Grep NotebookEdit Read TaskOutput TaskStop WebFetch Write mcp__ex__add ") {
 		t.Fatalf("ListTools of the session: %s", got)
 	}
 	if _, err := h.client.ListTools(context.Background(), &executorv1.ListToolsRequest{SessionId: "nope"}); status.Code(err) != codes.NotFound {

@@ -7,8 +7,31 @@ import (
 	"net"
 
 	"github.com/toolwire/toolwire/pkg/egress"
+	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/settings"
 )
+
+// webPolicy is what the executor's own web requests (WebFetch) may reach
+// for a session on network: with "allowlist" the session's egress policy
+// (session); with "host" every host but the operator's and the session's
+// denied domains, with the operator's address ranges; with "none"
+// nothing (nil).
+func webPolicy(network string, session, operator egress.Policy, n settings.Network) (*egress.Policy, error) {
+	switch network {
+	case sandbox.NetworkAllowlist:
+		return &session, nil
+	case sandbox.NetworkHost:
+		p := egress.Policy{Allowed: []egress.Rule{{Wildcard: true}}, Addresses: operator.Addresses}
+		p = p.Deny(operator.Denied)
+		denied, err := egress.ParseRules(n.DeniedDomains)
+		if err != nil {
+			return nil, fmt.Errorf("the session's sandbox.network.deniedDomains: %w", err)
+		}
+		p = p.Deny(denied)
+		return &p, nil
+	}
+	return nil, nil
+}
 
 // operatorPolicy is the executor's egress policy: the configured one with
 // the network lists of the operator's settings added (Claude Code's

@@ -30,6 +30,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/tools/file"
 	"github.com/toolwire/toolwire/pkg/tools/search"
 	"github.com/toolwire/toolwire/pkg/tools/shell"
+	"github.com/toolwire/toolwire/pkg/tools/web"
 	"github.com/toolwire/toolwire/pkg/workspace"
 )
 
@@ -172,6 +173,7 @@ func Tools() []tool.Tool {
 	all = append(all, file.Tools()...)
 	all = append(all, search.Tools()...)
 	all = append(all, shell.Tools()...)
+	all = append(all, web.Tools()...)
 	return all
 }
 
@@ -268,6 +270,10 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 				return nil, info, err
 			}
 		}
+		webPolicy, err := webPolicy(sc.Network, policy, res.egress, req.Network)
+		if err != nil {
+			return nil, info, err
+		}
 		owner := -1
 		if users != nil {
 			if sc.SessionUser, err = users.Lease(); err != nil {
@@ -338,6 +344,7 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 			AddDirs:   cfg.AddDirs,
 			Procs:     runner,
 			Egress:    proxy,
+			Web:       webPolicy,
 			TempDir:   tmp,
 			OutputDir: outDir,
 			Limits:    cfg.Limits.WithDefaults(),

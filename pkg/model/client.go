@@ -20,7 +20,11 @@ import (
 // Defaults of Config.
 const (
 	// DefaultModel is a current model the SDK does not mark deprecated.
-	DefaultModel             = string(anthropic.ModelClaudeSonnet5_5)
+	DefaultModel = string(anthropic.ModelClaudeSonnet5_5)
+	// DefaultSmallModel is a small, fast model for side jobs such as
+	// answering a WebFetch prompt from a page; also one the SDK does not
+	// mark deprecated.
+	DefaultSmallModel        = string(anthropic.ModelClaudeHaiku5_5)
 	DefaultMaxTokens         = 16384
 	DefaultMaxRetries        = 10
 	DefaultRetryBaseDelay    = 500 * time.Millisecond
@@ -179,6 +183,22 @@ type Request struct {
 	// Messages is the conversation; the last block of the newest message is
 	// a prompt-cache breakpoint.
 	Messages []Message
+	// WebSearch, when set, offers the API's server-side web search tool
+	// (web_search_20250305) before Tools. The API runs the searches; the
+	// response carries server_tool_use and web_search_tool_result blocks,
+	// kept as they came (Block.Raw).
+	WebSearch *WebSearch
+}
+
+// WebSearch configures the Messages API's web search tool.
+type WebSearch struct {
+	// MaxUses caps the searches of one request; zero leaves it to the API.
+	MaxUses int
+	// AllowedDomains, when set, are the only domains results come from.
+	AllowedDomains []string
+	// BlockedDomains never appear in results. The API takes one of the
+	// two lists, not both.
+	BlockedDomains []string
 }
 
 // StopReason says why the model stopped.
@@ -484,6 +504,16 @@ func (c *Client) params(req Request) (anthropic.MessageNewParams, error) {
 	if req.System != "" {
 		p.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
 	}
+	if ws := req.WebSearch; ws != nil {
+		if len(ws.AllowedDomains) > 0 && len(ws.BlockedDomains) > 0 {
+			return p, errors.New("model: web search takes allowed or blocked domains, not both")
+		}
+		tp := &anthropic.WebSearchTool20250305Param{AllowedDomains: ws.AllowedDomains, BlockedDomains: ws.BlockedDomains}
+		if ws.MaxUses > 0 {
+			tp.MaxUses = anthropic.Int(int64(ws.MaxUses))
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfWebSearchTool20250305: tp})
+	}
 	marked := slices.ContainsFunc(req.Tools, func(t Tool) bool { return t.CacheBreakpoint })
 	for i, t := range req.Tools {
 		schema := t.InputSchema
@@ -612,9 +642,10 @@ func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewPara
 	return resp, progressed, nil
 }
 
-// blockOf turns a content block that arrived complete into a Block; ok is
-// false for block kinds a conversation does not keep (server tools'
-// blocks). rawInput is a tool_use's input as the model streamed it, which
+// blockOf turns a content block that arrived complete into a Block. Server
+// tools' blocks (and any other kind this package does not model) and text
+// with citations keep their JSON as the API sent it, to be sent back
+// unchanged; ok is false only for a block without JSON. rawInput is a tool_use's input as the model streamed it, which
 // may not be JSON: the Block then carries an empty object and the raw text
 // goes to the executor.
 func blockOf(cb anthropic.ContentBlockUnion, rawInput string) (b Block, raw string, ok bool) {
@@ -622,6 +653,9 @@ func blockOf(cb anthropic.ContentBlockUnion, rawInput string) (b Block, raw stri
 	switch b.Type {
 	case BlockText:
 		b.Text = cb.Text
+		if len(cb.Citations) > 0 {
+			b.Raw = json.RawMessage(cb.RawJSON())
+		}
 	case BlockThinking:
 		b.Thinking, b.Signature = cb.Thinking, cb.Signature
 	case BlockRedactedThinking:
@@ -637,7 +671,11 @@ func blockOf(cb anthropic.ContentBlockUnion, rawInput string) (b Block, raw stri
 			b.Input = json.RawMessage(raw)
 		}
 	default:
-		return Block{}, "", false
+		r := cb.RawJSON()
+		if r == "" || !json.Valid([]byte(r)) {
+			return Block{}, "", false
+		}
+		b.Raw = json.RawMessage(r)
 	}
 	return b, raw, true
 }

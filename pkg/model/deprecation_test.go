@@ -14,10 +14,18 @@ import (
 )
 
 // TestDefaultModelNotDeprecated reads the model constants of the SDK this
-// module builds with: the default model must be one of them, without a
-// "Deprecated:" note (a deprecated model reaches its end of life, and
-// then every run that does not name a model fails).
+// module builds with: the default models (the main one and the small one)
+// must be among them, without a "Deprecated:" note (a deprecated model
+// reaches its end of life, and then every run that does not name a model
+// fails).
 func TestDefaultModelNotDeprecated(t *testing.T) {
+	for _, name := range []string{model.DefaultModel, model.DefaultSmallModel} {
+		checkNotDeprecated(t, name)
+	}
+}
+
+func checkNotDeprecated(t *testing.T, name string) {
+	t.Helper()
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/anthropics/anthropic-sdk-go").Output()
 	if err != nil {
 		t.Skipf("cannot locate the SDK's source: %v", err)
@@ -37,7 +45,7 @@ func TestDefaultModelNotDeprecated(t *testing.T) {
 		if !ok {
 			return true
 		}
-		if v, _ := strconv.Unquote(lit.Value); v == model.DefaultModel {
+		if v, _ := strconv.Unquote(lit.Value); v == name {
 			found = true
 			if spec.Doc != nil && strings.Contains(spec.Doc.Text(), "Deprecated:") {
 				t.Errorf("the default model %s is deprecated in the SDK: %s", v, spec.Doc.Text())
@@ -46,6 +54,6 @@ func TestDefaultModelNotDeprecated(t *testing.T) {
 		return true
 	})
 	if !found {
-		t.Fatalf("the default model %s is not one of the SDK's model constants in %s", model.DefaultModel, file)
+		t.Fatalf("the default model %s is not one of the SDK's model constants in %s", name, file)
 	}
 }

@@ -26,6 +26,11 @@ const (
 	BlockToolResult       BlockType = "tool_result"
 	BlockImage            BlockType = "image"
 	BlockDocument         BlockType = "document"
+	// BlockServerToolUse is a call of a tool the API runs itself (web
+	// search); BlockWebSearchToolResult is its result. Both are kept as
+	// the API sent them (Block.Raw) and sent back unchanged.
+	BlockServerToolUse       BlockType = "server_tool_use"
+	BlockWebSearchToolResult BlockType = "web_search_tool_result"
 )
 
 // Message is one message of a conversation, in the Messages API's shape. Its
@@ -118,6 +123,12 @@ type Block struct {
 	IsError *bool
 	// Source of an image or document block.
 	Source *ImageSource
+	// Raw is the block's JSON exactly as the API sent it, for blocks that
+	// are passed through rather than built: server tools' blocks
+	// (server_tool_use, web_search_tool_result and other kinds this
+	// package does not model) and text blocks with citations. A block with
+	// Raw is encoded as Raw.
+	Raw json.RawMessage
 
 	// cache marks the block as a prompt-cache breakpoint when sent.
 	cache bool
@@ -150,6 +161,9 @@ var ephemeral = &cacheControl{Type: "ephemeral"}
 
 // MarshalJSON writes the block in the Messages API's form.
 func (b Block) MarshalJSON() ([]byte, error) {
+	if len(b.Raw) > 0 {
+		return b.Raw, nil
+	}
 	var cc *cacheControl
 	if b.cache {
 		cc = ephemeral
@@ -233,6 +247,10 @@ func (b *Block) UnmarshalJSON(data []byte) error {
 		Type: w.Type, Text: w.Text, Thinking: w.Thinking, Signature: w.Signature, Data: w.Data,
 		ID: w.ID, Name: w.Name, Input: w.Input, ToolUseID: w.ToolUseID, IsError: w.IsError, Source: w.Source,
 	}
+	if passedThrough(w.Type, data) {
+		b.Raw = append(json.RawMessage(nil), data...)
+		return nil
+	}
 	if len(w.Content) > 0 && string(w.Content) != "null" {
 		var s string
 		if err := json.Unmarshal(w.Content, &s); err == nil {
@@ -244,6 +262,22 @@ func (b *Block) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// passedThrough reports whether a block of type t, whose JSON is data, is
+// kept as it came: a kind of block this package does not build (server
+// tools' blocks), or a text block with citations.
+func passedThrough(t BlockType, data []byte) bool {
+	switch t {
+	case BlockText:
+		var c struct {
+			Citations json.RawMessage `json:"citations"`
+		}
+		return json.Unmarshal(data, &c) == nil && len(c.Citations) > 0 && string(c.Citations) != "null" && string(c.Citations) != "[]"
+	case BlockThinking, BlockRedactedThinking, BlockToolUse, BlockToolResult, BlockImage, BlockDocument:
+		return false
+	}
+	return true
+}
+
 // withCacheBreakpoint returns a copy of msgs whose newest message's last block
 // carries a prompt-cache breakpoint.
 func withCacheBreakpoint(msgs []Message) []Message {
@@ -253,10 +287,14 @@ func withCacheBreakpoint(msgs []Message) []Message {
 	out := make([]Message, len(msgs))
 	copy(out, msgs)
 	last := out[len(out)-1]
-	// Thinking blocks cannot carry cache_control; walk back to one that can.
+	// Thinking blocks cannot carry cache_control, and blocks passed
+	// through are sent as they came; walk back to one that can.
 	for i := len(last.Content) - 1; i >= 0; i-- {
 		switch last.Content[i].Type {
 		case BlockThinking, BlockRedactedThinking:
+			continue
+		}
+		if len(last.Content[i].Raw) > 0 {
 			continue
 		}
 		content := make([]Block, len(last.Content))

@@ -395,7 +395,7 @@ func (a *subagent) run(ctx context.Context, prompt string) (text []string, usage
 // call as soon as its block is complete.
 func (a *subagent) request(ctx context.Context, msgs []model.Message) (*model.Response, *callSet, error) {
 	s := a.s
-	cs := newCallSet()
+	cs := newCallSet(ctx)
 	a.mu.Lock()
 	a.cs = cs
 	a.mu.Unlock()

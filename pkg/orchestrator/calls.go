@@ -22,16 +22,41 @@ func (c *call) ctx() context.Context { return trace.ContextWithSpan(context.Back
 
 // callSet tracks the calls of one model response until each has a result.
 type callSet struct {
+	// ctx is the turn's: work done for a call on the orchestrator's side
+	// (answering a WebFetch prompt) ends with it.
+	ctx context.Context
+
 	mu      sync.Mutex       // guards the fields below
 	calls   map[string]*call // every call, by tool_use id
 	pending map[string]bool  // the calls without a result
+	claimed map[string]bool  // pending calls whose result is being completed here
 	order   []string         // tool_use ids in the order of the response
 	results []*execapi.CallResult
 	signal  chan struct{} // receives a token when a result arrives
 }
 
-func newCallSet() *callSet {
-	return &callSet{calls: map[string]*call{}, pending: map[string]bool{}, signal: make(chan struct{}, 1)}
+func newCallSet(ctx context.Context) *callSet {
+	return &callSet{ctx: ctx, calls: map[string]*call{}, pending: map[string]bool{}, claimed: map[string]bool{}, signal: make(chan struct{}, 1)}
+}
+
+// get returns the call with id, nil when there is none.
+func (c *callSet) get(id string) *call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[id]
+}
+
+// claim marks a pending call's result as being completed by the
+// orchestrator (deliver still delivers it); false when the call has its
+// result or another copy of it was claimed first.
+func (c *callSet) claim(id string) (*call, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.pending[id] || c.claimed[id] {
+		return nil, false
+	}
+	c.claimed[id] = true
+	return c.calls[id], true
 }
 
 // add records a call and its span, which ends with the call's result. A

@@ -119,6 +119,14 @@ type Config struct {
 	// EventBacklog is how many events per session are kept for clients
 	// that attach late or fall behind.
 	EventBacklog int
+	// WebFetchModel is the small, fast model that answers a WebFetch
+	// call's prompt from the page the executor fetched; empty means
+	// model.DefaultSmallModel.
+	WebFetchModel string
+	// WebSearch, when set, offers the Messages API's server-side web
+	// search tool to the model in every request; its blocks are kept in
+	// the transcript as the API sent them.
+	WebSearch *model.WebSearch
 	// MCPServers are the operator's MCP servers (orchestrator serve
 	// --mcp-config), ${VAR} expanded: every session gets them, besides its
 	// own, and cannot replace one with a server of the same name.

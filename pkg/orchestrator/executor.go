@@ -259,7 +259,7 @@ func (s *Session) dispatch(l execapi.Link, ev execapi.Event, cs *callSet, parent
 	switch {
 	case ev.Result != nil:
 		if cs != nil {
-			cs.deliver(ev.Result, announce)
+			s.deliverResult(cs, ev.Result, announce)
 		}
 	case ev.Started != nil:
 		if cs.has(ev.Started.ToolUseID) {

@@ -144,6 +144,11 @@ func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
 			}
 			continue
 		}
+		if stop == model.StopPauseTurn {
+			// A server tool (web search) paused a long turn: the response
+			// goes back as it is, and the model carries on from there.
+			continue
+		}
 		switch stop {
 		case model.StopStopSequence:
 			res.StopReason = StopStopSequence
@@ -159,7 +164,7 @@ func (s *Session) turn(ctx context.Context, text string) (res *TurnResult) {
 // request streams one model response. Each tool_use is announced and sent
 // to the executor as soon as its block is complete.
 func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Tool) (*model.Response, *callSet, error) {
-	cs := newCallSet()
+	cs := newCallSet(ctx)
 	s.mu.Lock()
 	s.calls = cs
 	s.mu.Unlock()
@@ -171,6 +176,7 @@ func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Too
 		System:         s.systemPrompt(),
 		Tools:          tools,
 		Messages:       s.snapshot(),
+		WebSearch:      s.o.cfg.WebSearch,
 	}
 	mcpOffered := map[string]bool{}
 	for _, t := range tools {

@@ -28,6 +28,9 @@ type Limits struct {
 	// MaxCheckpointBytes bounds the previous file content a session's
 	// checkpoints keep (pkg/checkpoint); zero is its default.
 	MaxCheckpointBytes int64
+	// WebFetchTimeout bounds one WebFetch: connecting, redirects and
+	// reading the page.
+	WebFetchTimeout time.Duration
 }
 
 // Default limits, matching Claude Code where it has one.
@@ -38,6 +41,7 @@ const (
 	DefaultMaxReadBytes     = 256 * 1024
 	DefaultMaxOutputMemory  = 8 << 20
 	DefaultProgressInterval = 50 * time.Millisecond
+	DefaultWebFetchTimeout  = 60 * time.Second
 )
 
 // WithDefaults returns l with every zero field set to its default.
@@ -63,6 +67,9 @@ func (l Limits) WithDefaults() Limits {
 	if l.ProgressInterval <= 0 {
 		l.ProgressInterval = DefaultProgressInterval
 	}
+	if l.WebFetchTimeout <= 0 {
+		l.WebFetchTimeout = DefaultWebFetchTimeout
+	}
 	return l
 }
 
@@ -82,6 +89,12 @@ type Env struct {
 	// "allowlist" (the only way its processes reach the network); nil
 	// otherwise.
 	Egress *egress.Proxy
+	// Web is what the executor's own web requests (WebFetch) may reach
+	// for this session: with network "allowlist" the session's egress
+	// policy, with "host" every host but the denied domains (loopback,
+	// private and link-local addresses only where the operator lists
+	// them); nil with "none", which lets WebFetch reach nothing.
+	Web *egress.Policy
 	// TempDir is the session's private scratch directory (also TMPDIR of
 	// its processes).
 	TempDir string

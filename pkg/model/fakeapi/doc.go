@@ -4,7 +4,9 @@
 // A Server is a real HTTP server on 127.0.0.1 that answers each streaming
 // POST /v1/messages with the next scripted Reply, sent as server-sent events
 // in the API's own format (message_start, content_block_start/delta/stop with
-// text, thinking and input_json deltas, message_delta, message_stop). Replies
+// text, thinking and input_json deltas, message_delta, message_stop). Server
+// tools' blocks can be scripted too: server_tool_use, streamed like
+// tool_use, and whole blocks such as web_search_tool_result. Replies
 // can pause or wait before a block, cut the connection in the middle of a
 // message, send an error event, or answer with an HTTP error such as 429 or
 // 529 and the JSON body the SDK expects. A Responder may choose its reply by

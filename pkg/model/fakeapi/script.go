@@ -2,6 +2,7 @@ package fakeapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -57,7 +58,9 @@ type Turn struct {
 
 // Block is a scripted content block.
 type Block struct {
-	// Type is "text", "tool_use" or "thinking".
+	// Type is "text", "tool_use", "thinking", "server_tool_use" (streamed
+	// like tool_use) or any other type given whole in Raw (such as
+	// "web_search_tool_result").
 	Type string
 	// Text of a text block.
 	Text string
@@ -65,9 +68,12 @@ type Block struct {
 	Thinking, Signature string
 	// ID and Name of a tool_use block.
 	ID, Name string
-	// Input of a tool_use block: the JSON text the model "writes", streamed
-	// in pieces. It need not be valid JSON.
+	// Input of a tool_use or server_tool_use block: the JSON text the
+	// model "writes", streamed in pieces. It need not be valid JSON.
 	Input string
+	// Raw is the whole content block of a type without deltas, sent as
+	// it is in content_block_start (a web_search_tool_result).
+	Raw json.RawMessage
 	// Pause sleeps before the block starts.
 	Pause time.Duration
 	// Wait blocks the start of the block until it is closed.
@@ -100,6 +106,37 @@ func ToolUse(id, name string, input any) Block {
 		raw = string(b)
 	}
 	return Block{Type: "tool_use", ID: id, Name: name, Input: raw}
+}
+
+// ServerToolUse returns a server_tool_use block: a call of a tool the API
+// runs itself, such as "web_search" with {"query": "..."}.
+func ServerToolUse(id, name string, input any) Block {
+	b := ToolUse(id, name, input)
+	b.Type = "server_tool_use"
+	return b
+}
+
+// SearchResult is one result of a scripted web search.
+type SearchResult struct {
+	URL, Title, PageAge string
+}
+
+// WebSearchResult returns a web_search_tool_result block for the
+// server_tool_use toolUseID, with results in the API's shape (each with an
+// encrypted_content the client must send back unchanged).
+func WebSearchResult(toolUseID string, results ...SearchResult) Block {
+	content := make([]map[string]any, 0, len(results))
+	for i, r := range results {
+		content = append(content, map[string]any{
+			"type": "web_search_result", "url": r.URL, "title": r.Title, "page_age": r.PageAge,
+			"encrypted_content": fmt.Sprintf("enc_%s_%d", toolUseID, i),
+		})
+	}
+	raw, err := json.Marshal(map[string]any{"type": "web_search_tool_result", "tool_use_id": toolUseID, "content": content})
+	if err != nil {
+		panic("fakeapi: web search result does not encode: " + err.Error())
+	}
+	return Block{Type: "web_search_tool_result", Raw: raw}
 }
 
 // Message returns a reply streaming blocks with the default stop reason.

@@ -72,6 +72,9 @@ type SystemBlock struct {
 
 // ToolDef is one offered tool.
 type ToolDef struct {
+	// Type is empty for a client tool, the server tool's version for a
+	// tool the API runs ("web_search_20250305").
+	Type string `json:"type"`
 	// Name of the tool.
 	Name string `json:"name"`
 	// Description of the tool.
@@ -80,6 +83,11 @@ type ToolDef struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 	// CacheControl is the tool's cache_control, as sent.
 	CacheControl json.RawMessage `json:"cache_control"`
+	// MaxUses, AllowedDomains and BlockedDomains are a web search tool's
+	// settings, as sent.
+	MaxUses        int      `json:"max_uses"`
+	AllowedDomains []string `json:"allowed_domains"`
+	BlockedDomains []string `json:"blocked_domains"`
 }
 
 // Server is a scripted fake of the Anthropic Messages API: a real HTTP
@@ -448,8 +456,19 @@ func streamBlock(e *sse, index int, b Block, half bool) {
 		for _, p := range pieces(b.Input, 3) {
 			deltas = append(deltas, obj{"type": "input_json_delta", "partial_json": p})
 		}
+	case "server_tool_use":
+		start = obj{"type": "server_tool_use", "id": b.ID, "name": b.Name, "input": obj{}}
+		for _, p := range pieces(b.Input, 2) {
+			deltas = append(deltas, obj{"type": "input_json_delta", "partial_json": p})
+		}
 	default:
-		panic("fakeapi: unknown block type " + b.Type)
+		if len(b.Raw) == 0 {
+			panic("fakeapi: unknown block type " + b.Type + " without Raw")
+		}
+		start = obj{}
+		if err := json.Unmarshal(b.Raw, &start); err != nil {
+			panic("fakeapi: Raw of a " + b.Type + " block is not a JSON object: " + err.Error())
+		}
 	}
 	e.send("content_block_start", obj{"type": "content_block_start", "index": index, "content_block": start})
 	if half {
