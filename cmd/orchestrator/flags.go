@@ -87,34 +87,35 @@ func (d *dirsFlag) Set(v string) error {
 
 // common holds the flags shared by serve and headless mode.
 type common struct {
-	model          string
-	maxTokens      int
-	maxTurns       int
-	thinkingBudget int
-	executor       string
-	resumeWindow   time.Duration
-	settings       string
-	sessionsDir    string
-	root           string
-	sandbox        string
-	network        string
-	runAs          string
-	addDirs        dirsFlag
-	sandboxRead    dirsFlag
-	sandboxWrite   dirsFlag
-	logFormat      string
-	logLevel       string
-	allowedDomains listFlag
-	deniedDomains  listFlag
-	allowedAddrs   listFlag
-	fetchTimeout   time.Duration
-	webFetchModel  string
-	webSearch      bool
-	searchAllowed  listFlag
-	searchBlocked  listFlag
-	searchMaxUses  int
-	webSearchCfg   *model.WebSearch // parsed by checkWeb
-	egress         egress.Policy    // parsed by checkEgress
+	subagentsOnPool bool
+	model           string
+	maxTokens       int
+	maxTurns        int
+	thinkingBudget  int
+	executor        string
+	resumeWindow    time.Duration
+	settings        string
+	sessionsDir     string
+	root            string
+	sandbox         string
+	network         string
+	runAs           string
+	addDirs         dirsFlag
+	sandboxRead     dirsFlag
+	sandboxWrite    dirsFlag
+	logFormat       string
+	logLevel        string
+	allowedDomains  listFlag
+	deniedDomains   listFlag
+	allowedAddrs    listFlag
+	fetchTimeout    time.Duration
+	webFetchModel   string
+	webSearch       bool
+	searchAllowed   listFlag
+	searchBlocked   listFlag
+	searchMaxUses   int
+	webSearchCfg    *model.WebSearch // parsed by checkWeb
+	egress          egress.Policy    // parsed by checkEgress
 
 	// sandboxSettings are the sandbox lists of the settings, for the
 	// in-process executor (set by loadSettings).
@@ -155,6 +156,7 @@ func (c *common) register(fs *flag.FlagSet, defaultLogLevel string) {
 	fs.Var(&c.sandboxRead, "sandbox-read", "extra directory Bash may read and execute (repeatable; in-process executor; Bash reads everything but the deny list already)")
 	fs.Var(&c.sandboxWrite, "sandbox-write", "extra directory Bash may write, the file tools may not (repeatable; in-process executor)")
 	fs.StringVar(&c.runAs, "run-as", "", "user the in-process executor runs tools as (default: the user running orchestrator, so tools can change your files; a remote toolsvc drops to an unprivileged user by default)")
+	fs.BoolVar(&c.subagentsOnPool, "subagents-on-pool", false, "with a pool --executor: run each subagent (the Agent tool) on an executor session of its own, placed on the pool, so independent subagents run on separate executors in parallel (each then works in its executor's workspace); without it subagents share the conversation's executor session")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: json or text")
 	fs.StringVar(&c.logLevel, "log-level", defaultLogLevel, "log level: debug, info, warn, error")
 	c.executorSecurity = rpcauth.RegisterClientFlags(fs, "executor-")

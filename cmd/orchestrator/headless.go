@@ -18,6 +18,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
+	"github.com/toolwire/toolwire/pkg/orchestrator/agents"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/settings"
@@ -174,6 +175,9 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return 1, err
 	}
+	// The subagent types of the run: ~/.claude/agents and the project's
+	// .claude/agents, like the settings files and CLAUDE.md.
+	agentDefs := loadAgents(userConfigDir(getenv), projectDir(c.executor == "", c.root, h.workDir, dir), log)
 	orch, err := orchestrator.New(orchestrator.Config{
 		Model:           client,
 		Executor:        executors,
@@ -187,13 +191,15 @@ func headless(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		RequireSandbox:  h.mcp.required,
 		ClientVersion:   version,
 		Logger:          log,
+		Agents:          agentDefs,
+		SubagentsOnPool: c.subagentsOnPool,
 	})
 	if err != nil {
 		return 1, err
 	}
 	defer orch.Close()
 
-	sess, skipped, err := openSession(ctx, orch, store, &c, &h, runEnv{dir: dir, client: client, dial: dial, executors: executors, place: place, getenv: getenv, log: log, mcp: flagServers})
+	sess, skipped, err := openSession(ctx, orch, store, &c, &h, runEnv{dir: dir, client: client, dial: dial, executors: executors, place: place, getenv: getenv, log: log, mcp: flagServers, agents: agentDefs})
 	if errors.Is(err, orchestrator.ErrInvalid) {
 		err = usageError{err}
 	}
@@ -263,7 +269,8 @@ type runEnv struct {
 	place     *placer
 	getenv    func(string) string
 	log       *slog.Logger
-	mcp       mcpclient.Servers // of --mcp-config
+	mcp       mcpclient.Servers   // of --mcp-config
+	agents    []agents.Definition // user-defined subagent types
 }
 
 // openSession creates the run's session, or loads the one --resume or
@@ -350,6 +357,7 @@ func openSession(ctx context.Context, orch *orchestrator.Orchestrator, store *tr
 	if err != nil {
 		return nil, nil, err
 	}
+	defs = append(defs, orchestrator.LocalTools(r.agents)...)
 	offer, hide, err := checkToolNames(defs, h.tools, h.allowed, h.disallowed)
 	if err != nil {
 		return nil, nil, err

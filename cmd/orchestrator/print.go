@@ -39,6 +39,7 @@ type printer struct {
 	denials []obj
 	running map[string]*runningCall
 	partial map[string]string // verbose: output after the last newline, by call
+	nested  map[string]bool   // calls of subagents, shown indented
 }
 
 // runningCall is what the status line knows of a call.
@@ -53,7 +54,7 @@ func newPrinter(format string, w io.Writer, sess *orchestrator.Session) *printer
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return &printer{format: format, w: w, enc: enc, sess: sess,
-		uses: map[string]orchestrator.ToolUse{}, running: map[string]*runningCall{}, partial: map[string]string{}}
+		uses: map[string]orchestrator.ToolUse{}, running: map[string]*runningCall{}, partial: map[string]string{}, nested: map[string]bool{}}
 }
 
 type obj = map[string]any
@@ -106,7 +107,10 @@ func (p *printer) follow(ctx context.Context, sub *orchestrator.Subscription) {
 			p.message(ev)
 		case orchestrator.EventToolUse:
 			p.uses[ev.ToolUse.ID] = *ev.ToolUse
-			p.say("⏺ %s\n", callLabel(ev.ToolUse.Name, ev.ToolUse.InputJSON))
+			if ev.ParentToolUseID != "" {
+				p.nested[ev.ToolUse.ID] = true
+			}
+			p.say("%s⏺ %s\n", p.indent(ev.ToolUse.ID), callLabel(ev.ToolUse.Name, ev.ToolUse.InputJSON))
 		case orchestrator.EventToolStarted:
 			if u, ok := p.uses[ev.Started.ToolUseID]; ok {
 				p.running[u.ID] = &runningCall{label: callLabel(u.Name, u.InputJSON)}
@@ -142,6 +146,8 @@ func (p *printer) follow(ctx context.Context, sub *orchestrator.Subscription) {
 				"task_id": n.TaskID, "tool_use_id": n.ToolUseID, "status": n.Status,
 				"output_file": n.OutputPath, "summary": n.Summary,
 			})
+		case orchestrator.EventTasks:
+			p.emit(obj{"type": "system", "subtype": "tasks", "session_id": p.sess.ID(), "tasks": ev.Tasks})
 		case orchestrator.EventTurnComplete:
 			return
 		}
@@ -150,9 +156,14 @@ func (p *printer) follow(ctx context.Context, sub *orchestrator.Subscription) {
 
 func (p *printer) message(ev orchestrator.Event) {
 	m := ev.Message
+	// A subagent's messages name the Agent call that runs it.
+	var parent any
+	if ev.ParentToolUseID != "" {
+		parent = ev.ParentToolUseID
+	}
 	switch m.Role {
 	case model.RoleAssistant:
-		p.emit(obj{"type": "assistant", "session_id": p.sess.ID(), "message": obj{
+		p.emit(obj{"type": "assistant", "session_id": p.sess.ID(), "parent_tool_use_id": parent, "message": obj{
 			"id": ev.MessageID, "type": "message", "role": "assistant", "content": m.Content,
 		}})
 		if t := strings.TrimSpace(m.Text()); t != "" && len(m.ToolUses()) > 0 {
@@ -161,8 +172,10 @@ func (p *printer) message(ev orchestrator.Event) {
 		}
 	case model.RoleUser:
 		for _, b := range m.Content {
-			if b.Type == model.BlockToolResult {
-				p.emit(obj{"type": "user", "session_id": p.sess.ID(), "message": obj{"role": "user", "content": m.Content}})
+			// Tool results, and a subagent's prompt: the user's own
+			// message is the prompt of the run.
+			if b.Type == model.BlockToolResult || parent != nil {
+				p.emit(obj{"type": "user", "session_id": p.sess.ID(), "parent_tool_use_id": parent, "message": obj{"role": "user", "content": m.Content}})
 				return
 			}
 		}
@@ -177,7 +190,7 @@ func (p *printer) progress(pr *execapi.Progress) {
 		lines := strings.Split(text, "\n")
 		p.partial[id] = lines[len(lines)-1]
 		for _, l := range lines[:len(lines)-1] {
-			p.say("  │ %s\n", strings.TrimRight(l, "\r"))
+			p.say("%s  │ %s\n", p.indent(id), strings.TrimRight(l, "\r"))
 		}
 	}
 	if rc := p.running[id]; rc != nil {
@@ -198,14 +211,14 @@ func (p *printer) result(r *execapi.CallResult) {
 		p.status.clear()
 	}
 	if rest := p.partial[id]; rest != "" {
-		p.say("  │ %s\n", rest)
+		p.say("%s  │ %s\n", p.indent(id), rest)
 	}
 	delete(p.partial, id)
 	summary := "done"
 	if r.IsError {
 		summary = "error: " + oneLine(firstLine(r.TextContent()), 200)
 	}
-	p.say("  ⎿ %s\n", summary)
+	p.say("%s  ⎿ %s\n", p.indent(id), summary)
 	if r.FinalOutcome() == tool.OutcomeDenied {
 		u := p.uses[id]
 		var input any = obj{}
@@ -214,6 +227,15 @@ func (p *printer) result(r *execapi.CallResult) {
 		}
 		p.denials = append(p.denials, obj{"tool_name": u.Name, "tool_use_id": id, "tool_input": input})
 	}
+}
+
+// indent returns the indentation of call id's lines: a subagent's calls
+// are shown under the Agent call that runs them.
+func (p *printer) indent(id string) string {
+	if p.nested[id] {
+		return "    "
+	}
+	return ""
 }
 
 // say writes a --verbose line on stderr.
@@ -301,7 +323,7 @@ func callLabel(name, inputJSON string) string {
 	var in map[string]any
 	_ = json.Unmarshal([]byte(inputJSON), &in)
 	arg := ""
-	for _, k := range []string{"command", "file_path", "notebook_path", "pattern", "path", "task_id", "bash_id", "shell_id"} {
+	for _, k := range []string{"command", "file_path", "notebook_path", "pattern", "path", "task_id", "bash_id", "shell_id", "subject", "description", "taskId"} {
 		if v, ok := in[k].(string); ok && v != "" {
 			arg = v
 			break

@@ -134,13 +134,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 			Model: client.Model(), MaxTokens: c.maxTokens, MaxTurns: c.maxTurns,
 			ThinkingBudget: c.thinkingBudget, Settings: settings,
 		},
-		WebFetchModel:  c.webFetchModel,
-		WebSearch:      c.webSearchCfg,
-		MCPServers:     mcpServers,
-		StrictMCP:      mcp.strict,
-		RequireSandbox: mcp.required,
-		ClientVersion:  version,
-		Logger:         log,
+		WebFetchModel:   c.webFetchModel,
+		WebSearch:       c.webSearchCfg,
+		MCPServers:      mcpServers,
+		StrictMCP:       mcp.strict,
+		RequireSandbox:  mcp.required,
+		ClientVersion:   version,
+		Logger:          log,
+		Agents:          loadAgents(userConfigDir(getenv), "", log),
+		SubagentsOnPool: c.subagentsOnPool,
 	})
 	if err != nil {
 		return err

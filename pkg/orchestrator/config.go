@@ -12,6 +12,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/handshake"
 	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/agents"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 )
 
@@ -152,6 +153,17 @@ type Config struct {
 	RequireSandbox handshake.Requirements
 	// ClientName and ClientVersion are sent to executors.
 	ClientName, ClientVersion string
+	// Agents are the user-defined subagent types (from .claude/agents),
+	// offered with the built-in ones through the Agent tool.
+	Agents []agents.Definition
+	// SubagentsOnPool runs each subagent of a session placed from a pool
+	// on an executor session of its own, placed on the pool like a new
+	// session (preferring a member no sibling subagent runs on), so that
+	// independent subagents run on separate executors in parallel. They
+	// then work in that executor's workspace, not the conversation's.
+	// Off, or for a session on a single executor, subagents share the
+	// conversation's executor session.
+	SubagentsOnPool bool
 	// Logger receives logs; nil discards them.
 	Logger *slog.Logger
 }

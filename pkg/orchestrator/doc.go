@@ -29,11 +29,16 @@
 // Its files follow its jobs: the Orchestrator and its sessions
 // (orchestrator.go, session.go), the turn (turn.go) and the calls it waits
 // for (calls.go), a session's link to its executor (executor.go), the
-// events clients follow (events.go).
+// events clients follow (events.go), and the tools it runs itself because
+// they are conversation state (local.go): the task list (package
+// tasklist) and Agent, whose subagents (agent.go; their types in package
+// agents) run sub-conversations on the session's executor session or on
+// sessions of their own on its pool.
 //
-// Why one package of this size (about 2,000 lines): the loop and what it
+// Why one package of this size (about 2,500 lines): the loop and what it
 // guarantees, one tool_result for every tool_use whatever breaks, belong
-// together; what could go without that, the transcript files and the
-// executor protocol, is in package transcript and behind the Executor
-// interface.
+// together, and a subagent is that loop again, under its Agent call;
+// what could go without that, the transcript files, the task list, the
+// agent types and the executor protocol, is in packages transcript,
+// tasklist and agents and behind the Executor interface.
 package orchestrator

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/tasklist"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
@@ -44,6 +45,8 @@ const (
 	// EventBackgroundAck: the executor answered a Background
 	// (BackgroundAck).
 	EventBackgroundAck
+	// EventTasks: the task list changed (Tasks).
+	EventTasks
 )
 
 // ToolUse is a tool_use block as the model produced it.
@@ -78,6 +81,9 @@ type Event struct {
 	Kind EventKind
 	// MessageID is the assistant message's id ("msg_..."), where known.
 	MessageID string
+	// ParentToolUseID is set on the events of a subagent (its messages,
+	// calls and results): the id of the Agent call that runs it.
+	ParentToolUseID string
 	// Text is a piece of assistant text (EventText).
 	Text string
 	// ToolUse is a complete tool_use block (EventToolUse).
@@ -111,6 +117,8 @@ type Event struct {
 	// execSeq is the executor event this one came from, if any: a shared
 	// store records it with the event.
 	execSeq uint64
+	// Tasks is the whole task list after a change (EventTasks).
+	Tasks []tasklist.Task
 }
 
 // eventLog holds a session's recent events for any number of readers. The

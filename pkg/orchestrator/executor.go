@@ -118,7 +118,10 @@ func (s *Session) open(ctx context.Context, addr string) error {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrExecutorUnavailable, err)
 		}
-		s.builtins = toolPool(builtinTools(defs), s.cfg.AllowedTools, s.cfg.DisallowedTools)
+		// The orchestrator's own tools (task list, Agent) go with the
+		// built-ins.
+		s.builtins = toolPool(append(builtinTools(defs), localTools(s.o.agents)...), s.cfg.AllowedTools,
+			slices.Concat(s.cfg.DisallowedTools, s.deniedLocal()))
 	}
 	req := execapi.OpenRequest{
 		SessionID:     s.id,
@@ -129,7 +132,9 @@ func (s *Session) open(ctx context.Context, addr string) error {
 		MCPServers:    mcpclient.Merge(s.cfg.MCPServers, s.o.cfg.MCPServers),
 	}
 	for _, t := range s.builtins {
-		req.Tools = append(req.Tools, t.Name)
+		if !isLocal(t.Name) { // the orchestrator runs those
+			req.Tools = append(req.Tools, t.Name)
+		}
 	}
 	if s.cfg.Settings != nil {
 		req.Settings = *s.cfg.Settings
@@ -244,17 +249,24 @@ func (s *Session) systemPrompt() string {
 // Events of calls the current turn does not wait for (replays, calls of a
 // turn that ended) are not relayed.
 func (s *Session) handleExec(l execapi.Link, ev execapi.Event) {
-	s.mu.Lock()
-	cs := s.calls
-	s.mu.Unlock()
+	cs, parent := s.route(ev)
+	s.dispatch(l, ev, cs, parent, ev.Seq)
+}
+
+// dispatch handles an executor event for the calls cs, which belong to
+// the subagent of Agent call parent, or to the conversation (""). seq is
+// the event's number on the conversation's executor session, recorded in
+// a shared store; 0 for events of a subagent's own session.
+func (s *Session) dispatch(l execapi.Link, ev execapi.Event, cs *callSet, parent string, seq uint64) {
 	published := false
 	publish := func(e Event) {
-		e.execSeq, published = ev.Seq, true
+		e.execSeq, published = seq, true
+		e.ParentToolUseID = parent
 		s.publish(e)
 	}
 	defer func() {
 		if !published {
-			s.seen(ev.Seq)
+			s.seen(seq)
 		}
 	}()
 	switch {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/agents"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 )
 
@@ -19,8 +20,9 @@ import (
 // finds them again (in memory, or in the store after a restart) and closes
 // them.
 type Orchestrator struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	agents *agents.Set // the subagent types
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -66,7 +68,7 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	cfg.Logger = log
 	ctx, cancel := context.WithCancel(context.Background())
-	o := &Orchestrator{cfg: cfg, log: log, ctx: ctx, cancel: cancel, sessions: map[string]*Session{}}
+	o := &Orchestrator{cfg: cfg, log: log, agents: agents.NewSet(cfg.Agents), ctx: ctx, cancel: cancel, sessions: map[string]*Session{}}
 	if o.shared() {
 		o.sweeps.Go(o.sweep)
 		listening := make(chan struct{})
@@ -225,6 +227,9 @@ func (o *Orchestrator) load(ctx context.Context, id string) (*Session, error) {
 	}
 	s := newSession(o, id, t.Config, t.Created)
 	s.messages, s.nturns, s.usage = t.Messages, t.Turns, t.Usage
+	if s.tasks, err = restoreTasks(t.Tasks); err != nil {
+		return nil, fmt.Errorf("session %s: task list: %w", id, err)
+	}
 	if s.shared {
 		// Its turn may run on another replica, or wait to be taken over:
 		// the transcript is theirs to complete.

@@ -13,6 +13,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/mcpclient"
 	"github.com/toolwire/toolwire/pkg/model"
+	"github.com/toolwire/toolwire/pkg/orchestrator/tasklist"
 	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
@@ -67,6 +68,10 @@ type Session struct {
 	mcpSeq     uint64                        // the sequence number it is as new as
 	answers    map[string]chan execapi.Event // executor answers awaited, by request id
 	requests   int                           // request ids handed out
+
+	tasks *tasklist.Tasks // the task list (TaskCreate, ...); safe for concurrent use
+
+	agents agentRegistry // running subagents
 }
 
 func newSession(o *Orchestrator, id string, cfg SessionConfig, created time.Time) *Session {
@@ -77,6 +82,7 @@ func newSession(o *Orchestrator, id string, cfg SessionConfig, created time.Time
 		events: newEventLog(o.cfg.EventBacklog),
 		ctx:    ctx, cancel: cancel,
 		shared: o.shared(),
+		tasks:  tasklist.New(),
 	}
 	if s.shared {
 		s.events.persist, s.events.failed = s.persistEvent, s.eventFailed
@@ -355,9 +361,7 @@ func (s *Session) Decide(d execapi.PermissionDecision) error {
 	if d.ToolUseID == "" {
 		return fmt.Errorf("%w: permission decision without a tool_use id", ErrInvalid)
 	}
-	s.linkMu.Lock()
-	l := s.link
-	s.linkMu.Unlock()
+	l := s.linkFor(d.ToolUseID)
 	if s.shared && !s.localBusy() {
 		// The turn runs on another replica, if any: the decision goes there.
 		d := d

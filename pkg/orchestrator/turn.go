@@ -237,6 +237,9 @@ func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Too
 			callCtx, span := startToolCall(ctx, use)
 			cs.add(use, span)
 			s.publish(Event{Kind: EventToolUse, MessageID: msgID, ToolUse: &ToolUse{ID: b.ID, Name: b.Name, InputJSON: ev.RawInput}})
+			if s.runLocal(callCtx, &localCall{use: use, cs: cs, announce: s.publishResult, tools: tools, link: l}) {
+				return
+			}
 			if strings.HasPrefix(b.Name, externalToolPrefix) && !mcpOffered[b.Name] {
 				// The executor runs every MCP tool of the session; one
 				// this request did not offer (a disallowed rule hides it)
@@ -300,6 +303,9 @@ func (s *Session) collect(ctx context.Context, l execapi.Link, cs *callSet) (blo
 			break
 		}
 		for _, c := range cs.unfinished() {
+			if isLocal(c.use.Name) {
+				continue // the orchestrator runs it
+			}
 			if serr := l.Submit(c.ctx(), c.use); serr != nil {
 				break // the stream broke again: the loop resumes it
 			}

@@ -42,7 +42,7 @@ func (s *Session) deliverResult(cs *callSet, r *execapi.CallResult, announce fun
 		if !claimed {
 			return // a copy of a result already being answered
 		}
-		go s.applyPrompt(cs, c, r, prompt)
+		go s.applyPrompt(cs, c, r, prompt, announce)
 		return
 	}
 	cs.deliver(r, announce)
@@ -75,7 +75,7 @@ func webFetchPrompt(cs *callSet, r *execapi.CallResult) (string, bool) {
 // delivers its answer as the call's result; a failure is an is_error
 // result. The request ends with the turn: an interrupt gives the call an
 // interrupted result.
-func (s *Session) applyPrompt(cs *callSet, c *call, r *execapi.CallResult, prompt string) {
+func (s *Session) applyPrompt(cs *callSet, c *call, r *execapi.CallResult, prompt string, announce func(*execapi.CallResult)) {
 	ctx := trace.ContextWithSpan(cs.ctx, c.span)
 	modelName := s.o.cfg.WebFetchModel
 	if modelName == "" {
@@ -95,7 +95,7 @@ func (s *Session) applyPrompt(cs *callSet, c *call, r *execapi.CallResult, promp
 		if cs.ctx.Err() != nil {
 			// Interrupted: the call ends like the executor's aborted
 			// calls, without waiting out the abort's grace period.
-			cs.deliver(syntheticResult(r.ToolUseID, r.ToolName, textInterrupted), s.publishResult)
+			cs.deliver(syntheticResult(r.ToolUseID, r.ToolName, textInterrupted), announce)
 			return
 		}
 		out = *tool.Error(fmt.Sprintf("WebFetch fetched the page, but answering the prompt about it failed: %v", err))
@@ -109,7 +109,7 @@ func (s *Session) applyPrompt(cs *callSet, c *call, r *execapi.CallResult, promp
 	}
 	res := *r
 	res.Result = &out
-	cs.deliver(&res, s.publishResult)
+	cs.deliver(&res, announce)
 }
 
 // webFetchRequest is the small model's request: the page, then the

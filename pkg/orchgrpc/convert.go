@@ -86,7 +86,7 @@ var stopReasons = map[orchestrator.StopReason]orchestratorv1.StopReason{
 // eventToProto converts a session event; events the API does not carry
 // (call started, transcript messages, task notifications) give nil.
 func eventToProto(ev orchestrator.Event) *orchestratorv1.ConverseResponse {
-	r := &orchestratorv1.ConverseResponse{Sequence: ev.Seq}
+	r := &orchestratorv1.ConverseResponse{Sequence: ev.Seq, ParentToolUseId: ev.ParentToolUseID}
 	switch ev.Kind {
 	case orchestrator.EventText:
 		r.Event = &orchestratorv1.ConverseResponse_TextDelta{TextDelta: &orchestratorv1.TextDelta{MessageId: ev.MessageID, Text: ev.Text}}

@@ -22,6 +22,7 @@ const (
 	KindPlaced  = "placed"  // the session moved to another executor of its pool
 	KindConfig  = "config"  // the session's configuration changed
 	KindRewind  = "rewind"  // the conversation was cut back to its first Keep messages
+	KindTasks   = "tasks"   // the conversation's task list after a change
 )
 
 // Record is one line of a transcript file.
@@ -43,6 +44,9 @@ type Record struct {
 	// Keep is how many messages (consecutive user messages joined) a
 	// rewind record keeps.
 	Keep int `json:"keep,omitempty"`
+	// Tasks is the whole task list, in a tasks record (the orchestrator's
+	// encoding; the store keeps it as it is).
+	Tasks json.RawMessage `json:"tasks,omitempty"`
 }
 
 // Turn is the record of a finished turn.
@@ -66,6 +70,8 @@ type Transcript struct {
 	// Open is true when messages follow the last finished turn: a turn
 	// began and has no record of its end.
 	Open bool
+	// Tasks is the task list of the latest tasks record, if any.
+	Tasks json.RawMessage
 }
 
 // Load reads a session's transcript. Consecutive user messages (written
@@ -147,6 +153,8 @@ func (t *Transcript) Add(rec Record) {
 		if rec.Config != nil {
 			t.Config = *rec.Config
 		}
+	case KindTasks:
+		t.Tasks = rec.Tasks
 	case KindTurn:
 		t.Open = false
 		t.Turns++

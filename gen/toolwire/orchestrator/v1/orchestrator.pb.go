@@ -1176,9 +1176,13 @@ type ConverseResponse struct {
 	//	*ConverseResponse_Retry
 	//	*ConverseResponse_McpToolsChanged
 	//	*ConverseResponse_BackgroundAck
-	Event         isConverseResponse_Event `protobuf_oneof:"event"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Event isConverseResponse_Event `protobuf_oneof:"event"`
+	// Set on the events of a subagent (its tool_use, progress, result,
+	// permission request and retry events): the id of the Agent call that
+	// runs it. Empty for the conversation's own events.
+	ParentToolUseId string `protobuf:"bytes,13,opt,name=parent_tool_use_id,json=parentToolUseId,proto3" json:"parent_tool_use_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ConverseResponse) Reset() {
@@ -1322,6 +1326,13 @@ func (x *ConverseResponse) GetBackgroundAck() *v1.BackgroundAck {
 		}
 	}
 	return nil
+}
+
+func (x *ConverseResponse) GetParentToolUseId() string {
+	if x != nil {
+		return x.ParentToolUseId
+	}
+	return ""
 }
 
 type isConverseResponse_Event interface {
@@ -1969,7 +1980,7 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\vUserMessage\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"#\n" +
 	"\tInterrupt\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xce\x06\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xfb\x06\n" +
 	"\x10ConverseResponse\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12@\n" +
 	"\battached\x18\x02 \x01(\v2\".toolwire.orchestrator.v1.AttachedH\x00R\battached\x12D\n" +
@@ -1985,7 +1996,8 @@ const file_toolwire_orchestrator_v1_orchestrator_proto_rawDesc = "" +
 	"\x05retry\x18\n" +
 	" \x01(\v2\x1f.toolwire.orchestrator.v1.RetryH\x00R\x05retry\x12S\n" +
 	"\x11mcp_tools_changed\x18\v \x01(\v2%.toolwire.executor.v1.McpToolsChangedH\x00R\x0fmcpToolsChanged\x12L\n" +
-	"\x0ebackground_ack\x18\f \x01(\v2#.toolwire.executor.v1.BackgroundAckH\x00R\rbackgroundAckB\a\n" +
+	"\x0ebackground_ack\x18\f \x01(\v2#.toolwire.executor.v1.BackgroundAckH\x00R\rbackgroundAck\x12+\n" +
+	"\x12parent_tool_use_id\x18\r \x01(\tR\x0fparentToolUseIdB\a\n" +
 	"\x05event\"G\n" +
 	"\bAttached\x12;\n" +
 	"\asession\x18\x01 \x01(\v2!.toolwire.orchestrator.v1.SessionR\asession\">\n" +

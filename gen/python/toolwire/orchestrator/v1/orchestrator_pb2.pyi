@@ -45,11 +45,12 @@ class ConverseRequest(_message.Message):
     def __init__(self, attach: _Optional[_Union[Attach, _Mapping]] = ..., user_message: _Optional[_Union[UserMessage, _Mapping]] = ..., permission_decision: _Optional[_Union[_executor_pb2.PermissionDecision, _Mapping]] = ..., interrupt: _Optional[_Union[Interrupt, _Mapping]] = ..., background: _Optional[_Union[_executor_pb2.Background, _Mapping]] = ...) -> None: ...
 
 class ConverseResponse(_message.Message):
-    __slots__ = ["attached", "background_ack", "error", "mcp_tools_changed", "permission_request", "retry", "sequence", "text_delta", "tool_progress", "tool_result", "tool_use", "turn_complete"]
+    __slots__ = ["attached", "background_ack", "error", "mcp_tools_changed", "parent_tool_use_id", "permission_request", "retry", "sequence", "text_delta", "tool_progress", "tool_result", "tool_use", "turn_complete"]
     ATTACHED_FIELD_NUMBER: _ClassVar[int]
     BACKGROUND_ACK_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     MCP_TOOLS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    PARENT_TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
     PERMISSION_REQUEST_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
@@ -62,6 +63,7 @@ class ConverseResponse(_message.Message):
     background_ack: _executor_pb2.BackgroundAck
     error: Error
     mcp_tools_changed: _executor_pb2.McpToolsChanged
+    parent_tool_use_id: str
     permission_request: _executor_pb2.PermissionRequest
     retry: Retry
     sequence: int
@@ -70,7 +72,7 @@ class ConverseResponse(_message.Message):
     tool_result: _executor_pb2.Result
     tool_use: ToolUseAnnounced
     turn_complete: TurnComplete
-    def __init__(self, sequence: _Optional[int] = ..., attached: _Optional[_Union[Attached, _Mapping]] = ..., text_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_use: _Optional[_Union[ToolUseAnnounced, _Mapping]] = ..., tool_progress: _Optional[_Union[_executor_pb2.Progress, _Mapping]] = ..., tool_result: _Optional[_Union[_executor_pb2.Result, _Mapping]] = ..., permission_request: _Optional[_Union[_executor_pb2.PermissionRequest, _Mapping]] = ..., turn_complete: _Optional[_Union[TurnComplete, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., retry: _Optional[_Union[Retry, _Mapping]] = ..., mcp_tools_changed: _Optional[_Union[_executor_pb2.McpToolsChanged, _Mapping]] = ..., background_ack: _Optional[_Union[_executor_pb2.BackgroundAck, _Mapping]] = ...) -> None: ...
+    def __init__(self, sequence: _Optional[int] = ..., attached: _Optional[_Union[Attached, _Mapping]] = ..., text_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_use: _Optional[_Union[ToolUseAnnounced, _Mapping]] = ..., tool_progress: _Optional[_Union[_executor_pb2.Progress, _Mapping]] = ..., tool_result: _Optional[_Union[_executor_pb2.Result, _Mapping]] = ..., permission_request: _Optional[_Union[_executor_pb2.PermissionRequest, _Mapping]] = ..., turn_complete: _Optional[_Union[TurnComplete, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., retry: _Optional[_Union[Retry, _Mapping]] = ..., mcp_tools_changed: _Optional[_Union[_executor_pb2.McpToolsChanged, _Mapping]] = ..., background_ack: _Optional[_Union[_executor_pb2.BackgroundAck, _Mapping]] = ..., parent_tool_use_id: _Optional[str] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
     __slots__ = ["config", "session_id"]
