@@ -272,7 +272,14 @@ func (s *Session) dispatch(l execapi.Link, ev execapi.Event, cs *callSet, parent
 	switch {
 	case ev.Result != nil:
 		if cs != nil {
-			s.deliverResult(cs, ev.Result, func(r *execapi.CallResult) { publish(Event{Kind: EventToolResult, Result: r}) })
+			// The result's event records seq when it is published, which
+			// for a WebFetch page is later, on another goroutine, once its
+			// prompt is answered: so not through publish, whose flag this
+			// goroutine reads.
+			published = true
+			s.deliverResult(cs, ev.Result, func(r *execapi.CallResult) {
+				s.publish(Event{Kind: EventToolResult, Result: r, ParentToolUseID: parent, execSeq: seq})
+			})
 		}
 	case ev.Started != nil:
 		if cs.has(ev.Started.ToolUseID) {
