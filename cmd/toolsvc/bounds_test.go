@@ -334,3 +334,22 @@ func TestServeSizesOpenFilesFromMaxSessions(t *testing.T) {
 		t.Errorf("toolsvc with too few open files: %v\n%s", err, out)
 	}
 }
+
+// TestServeFitsSessionsToTheUIDRange: a --session-uids range given without
+// --max-sessions bounds the sessions (toolsvc starts, serving fewer than
+// the default); with an explicit --max-sessions it cannot hold, toolsvc
+// refuses to start and says what to change.
+func TestServeFitsSessionsToTheUIDRange(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("session users need root")
+	}
+	root := sandboxtest.Dir(t)
+	const uids = "3320000-3321023" // 1,024 ids: for 480 sessions
+	startServe(t, root, "--session-uids", uids, "--grace", "0s")
+
+	out, err := exec.Command(toolsvcBin, "serve", "--listen", "127.0.0.1:0", "--insecure", "--root", root,
+		"--session-uids", uids, "--max-sessions", "1000").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "holds 1024 ids; the executor needs 2064") || !strings.Contains(string(out), "--session-uids") {
+		t.Errorf("--max-sessions 1000 with 1,024 ids: %v\n%s", err, out)
+	}
+}

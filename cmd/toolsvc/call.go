@@ -126,6 +126,11 @@ Flags:
 		if err != nil {
 			return err
 		}
+		if !isSet(fs, "max-sessions") {
+			// One session: the bounds and the reserve are sized for it,
+			// so that a container with a small pids limit can run it.
+			cfg.MaxSessions = 1
+		}
 		ex, err := embedded.Start(ctx, cfg)
 		if err != nil {
 			return err

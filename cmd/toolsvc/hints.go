@@ -21,10 +21,11 @@ func setupHints(inProcess bool) execsvc.Hints {
 		sandbox.SettingSessionWorkspace: "let toolsvc make each session's workspace (pass --session-dirs, or have the client name a new workspace under --root), " +
 			"give the directory to a user other than root and make the directories above it searchable (chmod o+x), " +
 			"or pass --session-uids off and --run-as a user who may write it",
-		sandbox.SettingPaths:      "name only existing directories in --sandbox-read",
-		execsvc.SettingExtraRoots: "name only existing directories in --ro and --rw",
-		sandbox.SettingLimits:     "ask for less with --limit-cpu, --limit-file-size or --limit-open-files, or raise the hard limits toolsvc runs with (ulimit -H)",
-		execsvc.SettingRoot:       "pass --root an existing directory",
+		sandbox.SettingPaths:         "name only existing directories in --sandbox-read",
+		execsvc.SettingExtraRoots:    "name only existing directories in --ro and --rw",
+		sandbox.SettingLimits:        "ask for less with --limit-cpu, --limit-file-size or --limit-open-files, or raise the hard limits toolsvc runs with (ulimit -H)",
+		execsvc.SettingRoot:          "pass --root an existing directory",
+		sandbox.SettingSessionBounds: "allow fewer sessions with --max-sessions, or give toolsvc's cgroup (its container) more tasks or memory",
 	}
 	if inProcess {
 		h[sandbox.SettingUser] = "leave out --run-as so that the tools run as you, or name an existing user (a name, uid or uid:gid) who may write the workspace"

@@ -63,6 +63,22 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := sandbox.BecomeSubreaper(); err != nil {
 		return fmt.Errorf("become child subreaper: %w", err)
 	}
+	// A range of session ids given without --max-sessions bounds the
+	// sessions, as the open-file limit does below; with --max-sessions
+	// too, a range too small for it is refused when the pool is made.
+	if r := cfg.SessionUIDs; !isSet(fs, "max-sessions") && isSet(fs, "session-uids") && !r.IsZero() && cfg.MaxSessions > 0 {
+		if n := execsvc.MaxSessionsFor(r); n < cfg.MaxSessions {
+			log.Warn("fewer sessions than the default: the session id range holds ids for no more", "max_sessions", n, "default", cfg.MaxSessions, "session_uids", r.String())
+			cfg.MaxSessions = n
+		}
+	}
+	// Without --max-sessions, the default also fits what toolsvc's own
+	// cgroup allows (a container with a small pids limit).
+	if n := sandbox.FitSessions(cfg.MaxSessions); !isSet(fs, "max-sessions") && n < cfg.MaxSessions {
+		c := sandbox.OwnCapacity()
+		log.Warn("fewer sessions than the default: toolsvc's cgroup allows no more", "max_sessions", n, "default", cfg.MaxSessions, "tasks", c.Tasks, "tasks_from", c.TasksFrom, "memory", sandbox.FormatBytes(c.Memory), "memory_from", c.MemoryFrom)
+		cfg.MaxSessions = n
+	}
 	nofile, fitted, err := raiseOpenFiles(cfg.MaxSessions, !isSet(fs, "max-sessions"))
 	if err != nil {
 		return err

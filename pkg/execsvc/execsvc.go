@@ -298,6 +298,12 @@ func uidsNeeded(maxSessions int) int {
 	return 2*maxSessions + 64
 }
 
+// MaxSessionsFor returns the most sessions a session id range r can serve
+// (the inverse of the ids each session and its calls need); at least 1.
+func MaxSessionsFor(r sandbox.UIDRange) int {
+	return max(1, (r.Last-r.First+1-64)/2)
+}
+
 // explain applies cfg.Explain to err.
 func (cfg Config) explain(err error) error {
 	if cfg.Explain == nil {

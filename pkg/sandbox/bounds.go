@@ -87,11 +87,11 @@ func PlanSessions(maxSessions int, per SessionBounds) (SessionPlan, error) {
 	}
 	p.Total = SessionBounds{Processes: c.Tasks - p.Reserve.Processes, Memory: c.Memory - p.Reserve.Memory}
 	if p.Total.Processes < minSessionTotalTasks {
-		return p, settingError(SettingLimits, fmt.Errorf("sandbox: %s allows %d tasks; %d sessions leave the executor too few for its own threads (it keeps %d): allow more tasks or fewer sessions",
+		return p, settingError(SettingSessionBounds, fmt.Errorf("sandbox: %s allows %d tasks; %d sessions leave the executor too few for its own threads (it keeps %d): allow more tasks or fewer sessions",
 			c.TasksFrom, c.Tasks, maxSessions, p.Reserve.Processes))
 	}
 	if p.Total.Memory < minSessionTotalMemory {
-		return p, settingError(SettingLimits, fmt.Errorf("sandbox: %s allows %s of memory; %d sessions leave the executor too little for itself (it keeps %s): allow more memory or fewer sessions",
+		return p, settingError(SettingSessionBounds, fmt.Errorf("sandbox: %s allows %s of memory; %d sessions leave the executor too little for itself (it keeps %s): allow more memory or fewer sessions",
 			c.MemoryFrom, FormatBytes(c.Memory), maxSessions, FormatBytes(p.Reserve.Memory)))
 	}
 	p.PerSession = per
@@ -102,6 +102,21 @@ func PlanSessions(maxSessions int, per SessionBounds) (SessionPlan, error) {
 		p.PerSession.Memory = p.Total.Memory
 	}
 	return p, nil
+}
+
+// FitSessions returns the most sessions, up to maxSessions, that the
+// service's own cgroup (or the machine) can hold while its reserve leaves
+// the sessions together at least half of what remains after the base
+// reserve: for a service whose number of sessions was not chosen, such as
+// a container with a small pids limit. It is at least 1.
+func FitSessions(maxSessions int) int {
+	if maxSessions <= 0 {
+		return maxSessions
+	}
+	c := OwnCapacity()
+	byTasks := (c.Tasks - reserveTasks) / 2 / reserveTasksPerSess
+	byMemory := int((c.Memory - reserveMemory) / 2 / reserveMemoryPerSess)
+	return max(1, min(maxSessions, byTasks, byMemory))
 }
 
 // OwnCapacity reads the task and memory limits of this process's own

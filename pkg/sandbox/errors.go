@@ -49,6 +49,9 @@ const (
 	SettingPaths Setting = "paths"
 	// SettingLimits is Config.Limits.
 	SettingLimits Setting = "limits"
+	// SettingSessionBounds is the number of sessions against what the
+	// service's own cgroup allows (PlanSessions).
+	SettingSessionBounds Setting = "session bounds"
 )
 
 // SettingError is an error that a different value of Setting fixes. Its
