@@ -127,6 +127,12 @@ func ReadAll(r io.Reader, size, limit int64) ([]byte, error) {
 // symbolic link is written through, not replaced. It returns the FileInfo
 // of the new file.
 func (w *Workspace) WriteFile(p Path, data []byte) (fs.FileInfo, error) {
+	return w.write(p, data, nil)
+}
+
+// write is WriteFile, with the mode given (permission bits, setuid,
+// setgid and sticky) instead of the present file's when mode is not nil.
+func (w *Workspace) write(p Path, data []byte, mode *fs.FileMode) (fs.FileInfo, error) {
 	p, err := w.ResolveWrite(p)
 	if err != nil {
 		return nil, err
@@ -168,6 +174,9 @@ func (w *Workspace) WriteFile(p Path, data []byte) (fs.FileInfo, error) {
 				uid, gid = int(st.Uid), int(st.Gid)
 			}
 		}
+	}
+	if mode != nil {
+		perm = *mode & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 	}
 	return w.replace(p, dir, base, data, perm, uid, gid)
 }
