@@ -150,28 +150,26 @@ func (l *link) RestoreCheckpoint(r execapi.RestoreCheckpoint) error {
 }
 
 func (l *link) Close() {
-	l.mu.Lock()
-	st := l.cur
-	if l.closed {
-		st = nil
-	}
-	l.closed = true
-	l.mu.Unlock()
-	if st != nil {
+	if st := l.end(); st != nil {
 		st.close()
 	}
 }
 
 func (l *link) Detach() {
-	l.mu.Lock()
-	st := l.cur
-	if l.closed {
-		st = nil
-	}
-	l.closed = true
-	l.mu.Unlock()
-	if st != nil {
+	if st := l.end(); st != nil {
 		st.cancel()
 		<-st.done
 	}
+}
+
+// end marks the link closed and returns its current stream, which the
+// caller ends; nil when there is none or the link was closed already.
+func (l *link) end() *stream {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	return l.cur
 }

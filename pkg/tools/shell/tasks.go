@@ -136,6 +136,15 @@ func startBackground(ctx context.Context, env *tool.Env, call *tool.Call, in bas
 		outFile.Close()
 		return startError(err)
 	}
+	t := reg.addLocked(id, call, in, outPath, p)
+	reg.mu.Unlock()
+	go watch(env, reg, t, outFile)
+	return launched(id, outPath)
+}
+
+// addLocked registers the running task id, whose watcher the caller
+// starts (it calls reg.wg.Done). reg.mu is held.
+func (reg *registry) addLocked(id string, call *tool.Call, in bashInput, outPath string, p *sandbox.Process) *task {
 	name := in.Description
 	if name == "" {
 		name = in.Command
@@ -144,9 +153,7 @@ func startBackground(ctx context.Context, env *tool.Env, call *tool.Call, in bas
 		proc: p, done: make(chan struct{}), status: statusRunning}
 	reg.tasks[id] = t
 	reg.wg.Add(1)
-	reg.mu.Unlock()
-	go watch(env, reg, t, outFile)
-	return launched(id, outPath)
+	return t
 }
 
 // launched is the Result of a command that runs in the background, in
@@ -179,14 +186,7 @@ func adopt(env *tool.Env, call *tool.Call, in bashInput, p *sandbox.Process, cap
 		return nil
 	}
 	capt.handOff(outFile)
-	name := in.Description
-	if name == "" {
-		name = in.Command
-	}
-	t := &task{id: id, command: in.Command, summaryName: name, toolUseID: call.ID, outPath: outPath,
-		proc: p, done: make(chan struct{}), status: statusRunning}
-	reg.tasks[id] = t
-	reg.wg.Add(1)
+	t := reg.addLocked(id, call, in, outPath, p)
 	reg.mu.Unlock()
 	go func() {
 		defer reg.wg.Done()
