@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
+
+	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -37,56 +39,20 @@ const (
 // the kernel's default size read in streamChunk pieces; the tuned one is
 // what a careful engineer sets for bulk output on loopback.
 type transport struct {
-	tuned        bool
-	streamWindow int32 // HTTP/2 initial stream window; 0: gRPC's default (dynamic, BDP-estimated)
-	connWindow   int32 // HTTP/2 initial connection window; 0: gRPC's default
-	readBuffer   int   // bytes gRPC reads from the socket at once; 0: default (32 KiB)
-	writeBuffer  int   // bytes gRPC batches before a write; 0: default (32 KiB)
-	pipeSize     int   // F_SETPIPE_SZ of the command's stdout; 0: the kernel's default (64 KiB)
-	chunk        int   // bytes per message of Flood, and per pipe read of ExecFlood
+	tuned bool
+	// Transport's windows and buffers, as toolwire's servers and clients
+	// set them; zero fields are gRPC's defaults (a dynamic,
+	// BDP-estimated window; 32 KiB buffers).
+	rpcserver.Transport
+	pipeSize int // F_SETPIPE_SZ of the command's stdout; 0: the kernel's default (64 KiB)
+	chunk    int // bytes per message of Flood, and per pipe read of ExecFlood
 }
 
 var (
 	untuned = transport{chunk: streamChunk}
-	tuned   = transport{tuned: true, streamWindow: 4 << 20, connWindow: 16 << 20,
-		readBuffer: 256 << 10, writeBuffer: 256 << 10, pipeSize: 1 << 20, chunk: 256 << 10}
+	tuned   = transport{tuned: true, Transport: rpcserver.Transport{StreamWindow: 4 << 20, ConnWindow: 16 << 20,
+		ReadBuffer: 256 << 10, WriteBuffer: 256 << 10}, pipeSize: 1 << 20, chunk: 256 << 10}
 )
-
-// serverOptions are t's settings for a grpc.Server.
-func (t transport) serverOptions() []grpc.ServerOption {
-	var o []grpc.ServerOption
-	if t.streamWindow > 0 {
-		o = append(o, grpc.InitialWindowSize(t.streamWindow))
-	}
-	if t.connWindow > 0 {
-		o = append(o, grpc.InitialConnWindowSize(t.connWindow))
-	}
-	if t.readBuffer > 0 {
-		o = append(o, grpc.ReadBufferSize(t.readBuffer))
-	}
-	if t.writeBuffer > 0 {
-		o = append(o, grpc.WriteBufferSize(t.writeBuffer))
-	}
-	return o
-}
-
-// dialOptions are t's settings for a client connection.
-func (t transport) dialOptions() []grpc.DialOption {
-	var o []grpc.DialOption
-	if t.streamWindow > 0 {
-		o = append(o, grpc.WithInitialWindowSize(t.streamWindow))
-	}
-	if t.connWindow > 0 {
-		o = append(o, grpc.WithInitialConnWindowSize(t.connWindow))
-	}
-	if t.readBuffer > 0 {
-		o = append(o, grpc.WithReadBufferSize(t.readBuffer))
-	}
-	if t.writeBuffer > 0 {
-		o = append(o, grpc.WithWriteBufferSize(t.writeBuffer))
-	}
-	return o
-}
 
 // setPipeSize resizes the pipe f to t.pipeSize, if t asks for a size.
 func (t transport) setPipeSize(f *os.File) error {
@@ -303,7 +269,7 @@ func runEchoServer() error {
 		if err != nil {
 			return fmt.Errorf("listen: %w", err)
 		}
-		srv := grpc.NewServer(t.serverOptions()...)
+		srv := grpc.NewServer(t.ServerOptions()...)
 		srv.RegisterService(&echoService, t)
 		go func() { served <- srv.Serve(lis) }()
 		defer srv.Stop()

@@ -199,7 +199,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	var figs []*figure
 	var svcs []*toolsvcProc
 	for i, t := range []transport{untuned, tuned} {
-		conn, err := dial(echoAddrs[i], t.dialOptions()...)
+		conn, err := dial(echoAddrs[i], t.DialOptions()...)
 		if err != nil {
 			return err
 		}

@@ -297,11 +297,11 @@ func testReferences(t *testing.T, tr transport) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(tr.serverOptions()...)
+	srv := grpc.NewServer(tr.ServerOptions()...)
 	srv.RegisterService(&echoService, tr)
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()
-	conn, err := dial(lis.Addr().String(), tr.dialOptions()...)
+	conn, err := dial(lis.Addr().String(), tr.DialOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func floorFigures(p plan, t transport, echoPid int, ping *pingStream, readFile *
 	if t.tuned {
 		id = func(s string) string { return s + tunedSuffix }
 		note = fmt.Sprintf(" (tuned: windows %d/%d MiB, buffers %d KiB, %d KiB messages and reads, pipe %d MiB)",
-			t.streamWindow>>20, t.connWindow>>20, t.readBuffer>>10, t.chunk>>10, t.pipeSize>>20)
+			t.StreamWindow>>20, t.ConnWindow>>20, t.ReadBuffer>>10, t.chunk>>10, t.pipeSize>>20)
 	}
 	figs := []*figure{
 		{id: id("floor_grpc_pingpong"), label: "floor: bare gRPC bidi ping-pong, 1 KiB each way" + note, unit: latency, n: p.n, warm: p.warm, pids: []int{echoPid},
