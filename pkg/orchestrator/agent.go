@@ -420,9 +420,7 @@ func (a *subagent) request(ctx context.Context, msgs []model.Message) (*model.Re
 			}
 			b := ev.Block
 			use := execapi.ToolUse{ID: b.ID, Name: b.Name, Input: ev.RawInput, MessageID: msgID}
-			callCtx, span := startToolCall(ctx, use)
-			cs.add(use, span)
-			a.publish(Event{Kind: EventToolUse, MessageID: msgID, ToolUse: &ToolUse{ID: b.ID, Name: b.Name, InputJSON: ev.RawInput}})
+			callCtx := startCall(ctx, cs, use, a.publish)
 			if s.runLocal(callCtx, &localCall{use: use, cs: cs, announce: a.announce, tools: a.tools, link: a.link, parent: a.parent}) {
 				return
 			}
@@ -432,16 +430,12 @@ func (a *subagent) request(ctx context.Context, msgs []model.Message) (*model.Re
 				if offers(s.Tools(), b.Name) {
 					text = schema.ToolNotEnabled(b.Name)
 				}
-				cs.deliver(&execapi.CallResult{ToolUseID: use.ID, ToolName: use.Name,
-					Result: tool.UseError(tool.OutcomeUnknownTool, text)}, a.announce)
+				refuseCall(cs, use, text, a.announce)
 				return
 			}
-			err := a.link.Submit(callCtx, use)
-			var unsendable *execapi.UnsendableError
-			if errors.As(err, &unsendable) {
-				cs.deliver(&execapi.CallResult{ToolUseID: use.ID, ToolName: use.Name,
-					Result: tool.UseError(tool.OutcomeInvalidInput, unsendable.Text)}, a.announce)
-			}
+			// A broken stream is resumed by collect, which sends the
+			// pending calls again.
+			_ = submitCall(callCtx, a.link, cs, use, a.announce)
 		}
 	})
 	return resp, cs, err

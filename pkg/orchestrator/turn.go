@@ -234,9 +234,7 @@ func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Too
 			}
 			b := ev.Block
 			use := execapi.ToolUse{ID: b.ID, Name: b.Name, Input: ev.RawInput, MessageID: msgID}
-			callCtx, span := startToolCall(ctx, use)
-			cs.add(use, span)
-			s.publish(Event{Kind: EventToolUse, MessageID: msgID, ToolUse: &ToolUse{ID: b.ID, Name: b.Name, InputJSON: ev.RawInput}})
+			callCtx := startCall(ctx, cs, use, func(e Event) { s.publish(e) })
 			if s.runLocal(callCtx, &localCall{use: use, cs: cs, announce: s.publishResult, tools: tools, link: l}) {
 				return
 			}
@@ -245,20 +243,10 @@ func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Too
 				// this request did not offer (a disallowed rule hides it)
 				// is refused here, as the executor refuses a built-in
 				// tool the session does not run.
-				cs.deliver(&execapi.CallResult{ToolUseID: use.ID, ToolName: use.Name,
-					Result: tool.UseError(tool.OutcomeUnknownTool, schema.UnknownTool(use.Name))}, s.publishResult)
+				refuseCall(cs, use, schema.UnknownTool(use.Name), s.publishResult)
 				return
 			}
-			err := l.Submit(callCtx, use)
-			var unsendable *execapi.UnsendableError
-			if errors.As(err, &unsendable) {
-				// The stream cannot carry it: the call gets its result
-				// here, and the stream stays whole for the others.
-				cs.deliver(&execapi.CallResult{ToolUseID: use.ID, ToolName: use.Name,
-					Result: tool.UseError(tool.OutcomeInvalidInput, unsendable.Text)}, s.publishResult)
-				return
-			}
-			if err != nil {
+			if err := submitCall(callCtx, l, cs, use, s.publishResult); err != nil {
 				// The stream is broken. The call stays pending: collect
 				// resumes the session and sends it again (the executor
 				// runs an id once, so a copy that did arrive is harmless).
@@ -267,6 +255,37 @@ func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Too
 		}
 	})
 	return resp, cs, err
+}
+
+// startCall opens the span of a call of the model's response, adds the
+// call to cs and tells clients (through publish) that it was made.
+func startCall(ctx context.Context, cs *callSet, use execapi.ToolUse, publish func(Event)) context.Context {
+	callCtx, span := startToolCall(ctx, use)
+	cs.add(use, span)
+	publish(Event{Kind: EventToolUse, MessageID: use.MessageID, ToolUse: &ToolUse{ID: use.ID, Name: use.Name, InputJSON: use.Input}})
+	return callCtx
+}
+
+// refuseCall gives use a tool_use_error result for a tool this request
+// does not offer.
+func refuseCall(cs *callSet, use execapi.ToolUse, text string, announce func(*execapi.CallResult)) {
+	cs.deliver(&execapi.CallResult{ToolUseID: use.ID, ToolName: use.Name,
+		Result: tool.UseError(tool.OutcomeUnknownTool, text)}, announce)
+}
+
+// submitCall sends use to the executor on l. A use the stream cannot
+// carry gets its result here, and the stream stays whole for the others;
+// any other error (a broken stream) is returned, and the call stays
+// pending.
+func submitCall(ctx context.Context, l execapi.Link, cs *callSet, use execapi.ToolUse, announce func(*execapi.CallResult)) error {
+	err := l.Submit(ctx, use)
+	var unsendable *execapi.UnsendableError
+	if errors.As(err, &unsendable) {
+		cs.deliver(&execapi.CallResult{ToolUseID: use.ID, ToolName: use.Name,
+			Result: tool.UseError(tool.OutcomeInvalidInput, unsendable.Text)}, announce)
+		return nil
+	}
+	return err
 }
 
 // collect waits for the result of every call in cs and returns the
