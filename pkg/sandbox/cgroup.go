@@ -388,16 +388,6 @@ func (rc *runnerCgroups) makeCall(limits Limits) (*callCgroup, error) {
 	return cc, nil
 }
 
-// attachV1 moves pid into the call's v1 directories.
-func (cc *callCgroup) attachV1(pid int) error {
-	for _, f := range cc.v1Procs {
-		if _, err := f.WriteString(strconv.Itoa(pid)); err != nil {
-			return fmt.Errorf("sandbox: join cgroup %s: %w", f.Name(), err)
-		}
-	}
-	return nil
-}
-
 // closeFDs releases the directory's file descriptors.
 func (cc *callCgroup) closeFDs() {
 	if cc.dirFD >= 0 {

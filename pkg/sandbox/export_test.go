@@ -1,6 +1,10 @@
 package sandbox
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"testing"
+)
 
 // DisableCgroups makes runners created until the end of t use no cgroup,
 // as on a host or container without a writable hierarchy.
@@ -8,4 +12,10 @@ func DisableCgroups(t testing.TB) {
 	t.Helper()
 	cgroupsDisabled.Store(true)
 	t.Cleanup(func() { cgroupsDisabled.Store(false) })
+}
+
+// SpawnerFiles lists the descriptors open in the file table of r's
+// spawner thread.
+func SpawnerFiles(r *Runner) ([]os.DirEntry, error) {
+	return os.ReadDir(fmt.Sprintf("/proc/self/task/%d/fd", r.sp.tid))
 }

@@ -481,8 +481,17 @@ func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) 
 	req := &spawnReq{
 		path:   path,
 		argv:   c.Args,
-		attr:   &os.ProcAttr{Dir: dir, Env: env, Files: []*os.File{stdin, outW, errW}, Sys: sys},
+		dir:    dir,
+		env:    env,
+		sys:    sys,
 		limits: r.rlimits,
+	}
+	for _, f := range []*os.File{stdin, outW, errW} {
+		fd := -1
+		if f != nil {
+			fd = int(f.Fd())
+		}
+		req.files = append(req.files, fd)
 	}
 	if r.cg != nil {
 		cc, err := r.cg.newCall(r.cfg.Limits)
@@ -493,9 +502,11 @@ func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) 
 		}
 		p.cg = cc
 		if cc.dirFD >= 0 {
-			sys.UseCgroupFD, sys.CgroupFD = true, cc.dirFD
+			sys.UseCgroupFD, req.cgroupFD = true, cc.dirFD
 		}
-		req.cg = cc
+		for _, f := range cc.v1Procs {
+			req.v1Procs = append(req.v1Procs, int(f.Fd()))
+		}
 		p.key = cc.key
 	} else {
 		p.key = "pgid/" + strconv.FormatUint(r.pgSeq.Add(1), 10)

@@ -586,3 +586,40 @@ func BenchmarkBashTrue(b *testing.B) {
 		})
 	}
 }
+
+// TestSpawnerFileTableStaysSmall: the thread that starts a session's
+// processes keeps a file table of its own, so that starting a process
+// does not copy and close every descriptor the service holds open for its
+// other sessions.
+func TestSpawnerFileTableStaysSmall(t *testing.T) {
+	var held []*os.File
+	defer func() {
+		for _, f := range held {
+			f.Close()
+		}
+	}()
+	for range 300 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, f)
+	}
+	for cfgName, cfg := range configs {
+		t.Run(cfgName, func(t *testing.T) {
+			r := newRunner(t, cfg)
+			// The descriptors a call needs reach it, from the service's table.
+			if out, code := run(t, r, "echo out; echo err >&2; ls /proc/self/fd"); out != "out\nerr\n0\n1\n2\n3\n" || code != 0 {
+				t.Fatalf("got %q exit %d, want the two lines and descriptors 0-3 (3: ls's directory)", out, code)
+			}
+			ents, err := sandbox.SpawnerFiles(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 0-2, the runtime's poller (2) and the pidfd.
+			if len(ents) > 8 {
+				t.Fatalf("the spawner thread holds %d descriptors with 300 more open in the service; want its own few", len(ents))
+			}
+		})
+	}
+}

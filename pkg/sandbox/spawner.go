@@ -3,8 +3,13 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,6 +22,11 @@ type spawner struct {
 	// egressFD is the egress proxy's listening socket, made inside the
 	// thread's network namespace (spawnSetup.egress); -1 without one.
 	egressFD int
+	// self is a pidfd of this process in the thread's own file table,
+	// through which the thread copies in the descriptors a child gets
+	// (see privateFiles).
+	self int
+	tid  int // the thread's id
 }
 
 // spawnSetup is what the spawner thread applies to itself once.
@@ -54,17 +64,22 @@ var keptCaps = map[uintptr]bool{
 	unix.CAP_FOWNER: true, unix.CAP_FSETID: true, unix.CAP_NET_BIND_SERVICE: true,
 }
 
-// spawnReq is one process to start.
+// spawnReq is one process to start. Descriptors are numbers in the
+// service's file table, which the spawner thread does not share.
 type spawnReq struct {
-	path   string
-	argv   []string
-	attr   *os.ProcAttr
-	stop   bool // the child stops at exec for the steps below
-	limits []rlimit
-	cg     *callCgroup
-	proc   *os.Process
-	err    error
-	done   chan struct{}
+	path     string
+	argv     []string
+	dir      string
+	env      []string
+	files    []int // the child's 0, 1, 2...; -1 leaves one closed
+	sys      *syscall.SysProcAttr
+	cgroupFD int   // with sys.UseCgroupFD: the cgroup v2 directory
+	v1Procs  []int // cgroup.procs of the call's v1 directories
+	stop     bool  // the child stops at exec for the steps below
+	limits   []rlimit
+	pid      int
+	err      error
+	done     chan struct{}
 }
 
 type rlimit struct {
@@ -75,7 +90,7 @@ type rlimit struct {
 // startSpawner starts the thread and applies setup to it. On error the
 // thread is gone again.
 func startSpawner(setup spawnSetup) (*spawner, error) {
-	s := &spawner{reqs: make(chan *spawnReq), done: make(chan struct{}), egressFD: -1}
+	s := &spawner{reqs: make(chan *spawnReq), done: make(chan struct{}), egressFD: -1, self: -1}
 	ready := make(chan error, 1)
 	go s.run(setup, ready)
 	if err := <-ready; err != nil {
@@ -90,7 +105,15 @@ func startSpawner(setup spawnSetup) (*spawner, error) {
 func (s *spawner) run(setup spawnSetup, ready chan<- error) {
 	defer close(s.done)
 	runtime.LockOSThread()
+	s.tid = unix.Gettid()
 	fd, err := setupThread(setup)
+	if err == nil {
+		// Last, once setupThread's own descriptors are closed in the
+		// shared table.
+		if s.self, err = privateFiles(); err != nil && fd >= 0 {
+			unix.Close(fd)
+		}
+	}
 	if err != nil {
 		ready <- err
 		return
@@ -98,9 +121,59 @@ func (s *spawner) run(setup spawnSetup, ready chan<- error) {
 	s.egressFD = fd
 	ready <- nil
 	for r := range s.reqs {
-		r.proc, r.err = spawnOne(r)
+		r.pid, r.err = s.spawnOne(r)
 		close(r.done)
 	}
+}
+
+// runtimeFDs are the descriptors of the Go runtime's network poller, which
+// the runtime may use on any thread.
+var runtimeFDs = sync.OnceValue(func() []int {
+	// A pipe makes the runtime set its poller up, if nothing has yet.
+	if r, w, err := os.Pipe(); err == nil {
+		r.Close()
+		w.Close()
+	}
+	ents, _ := os.ReadDir("/proc/self/fd")
+	var fds []int
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if l, _ := os.Readlink("/proc/self/fd/" + e.Name()); l == "anon_inode:[eventpoll]" || l == "anon_inode:[eventfd]" {
+			fds = append(fds, fd)
+		}
+	}
+	slices.Sort(fds)
+	return fds
+})
+
+// privateFiles gives the calling thread a file table of its own that holds
+// only the standard descriptors and the runtime's, and returns a pidfd of
+// the process in it. fork copies the whole table of the thread that forks
+// and execve then closes every copy; from the service's table, which holds
+// every open session's pipes, sockets and cgroup files, starting a process
+// cost time in proportion to the sessions open. The thread copies in what
+// a child needs (pidfd_getfd), starts it and closes the copies.
+func privateFiles() (self int, err error) {
+	keep := runtimeFDs()
+	if err := unix.Unshare(unix.CLONE_FILES); err != nil {
+		return -1, fmt.Errorf("sandbox: spawner file table: %w", err)
+	}
+	from := 3
+	for _, fd := range append(keep, math.MaxInt32) {
+		if fd > from {
+			if err := unix.CloseRange(uint(from), uint(fd-1), 0); err != nil {
+				return -1, fmt.Errorf("sandbox: spawner file table: %w", err)
+			}
+		}
+		from = max(from, fd+1)
+	}
+	if self, err = unix.PidfdOpen(os.Getpid(), 0); err != nil {
+		return -1, fmt.Errorf("sandbox: spawner pidfd: %w", err)
+	}
+	return self, nil
 }
 
 // setupThread confines the calling thread; it returns the egress
@@ -197,20 +270,69 @@ func loopbackUp() error {
 // stops right after its execve (PTRACE_TRACEME): it joins its cgroup v1
 // directories and gets its rlimits before it runs anything, then it is let
 // go.
-func spawnOne(r *spawnReq) (*os.Process, error) {
-	r.attr.Sys.Ptrace = r.stop
-	p, err := os.StartProcess(r.path, r.argv, r.attr)
-	if err != nil || !r.stop {
-		return p, err
+func (s *spawner) spawnOne(r *spawnReq) (int, error) {
+	var local []int
+	defer func() {
+		for _, fd := range local {
+			unix.Close(fd)
+		}
+	}()
+	// here copies a descriptor of the service's table into the thread's.
+	here := func(fd int) (int, error) {
+		if fd < 0 {
+			return -1, nil
+		}
+		l, err := unix.PidfdGetfd(s.self, fd, 0)
+		if err != nil {
+			return -1, fmt.Errorf("sandbox: copy descriptor %d to the spawner: %w", fd, err)
+		}
+		local = append(local, l)
+		return l, nil
 	}
-	fail := func(err error) (*os.Process, error) {
-		p.Kill()
-		p.Wait()
-		return nil, err
+	attr := &syscall.ProcAttr{Dir: r.dir, Env: r.env, Sys: r.sys}
+	for _, fd := range r.files {
+		l, err := here(fd)
+		if err != nil {
+			return 0, err
+		}
+		attr.Files = append(attr.Files, uintptr(l))
+	}
+	sys := *r.sys
+	sys.Ptrace = r.stop
+	if sys.UseCgroupFD {
+		var err error
+		if sys.CgroupFD, err = here(r.cgroupFD); err != nil {
+			return 0, err
+		}
+	}
+	attr.Sys = &sys
+	procs := make([]int, len(r.v1Procs))
+	for i, fd := range r.v1Procs {
+		var err error
+		if procs[i], err = here(fd); err != nil {
+			return 0, err
+		}
+	}
+	pid, err := syscall.ForkExec(r.path, r.argv, attr)
+	if err != nil {
+		return 0, &os.PathError{Op: "fork/exec", Path: r.path, Err: err}
+	}
+	if !r.stop {
+		return pid, nil
+	}
+	fail := func(err error) (int, error) {
+		unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		for {
+			if _, err := unix.Wait4(pid, &ws, unix.WALL, nil); !errors.Is(err, unix.EINTR) {
+				break
+			}
+		}
+		return 0, err
 	}
 	var ws unix.WaitStatus
 	for {
-		_, err := unix.Wait4(p.Pid, &ws, unix.WALL, nil)
+		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -220,11 +342,11 @@ func spawnOne(r *spawnReq) (*os.Process, error) {
 		break
 	}
 	if !ws.Stopped() {
-		return nil, fmt.Errorf("sandbox: child ended before exec stop (status %v)", ws)
+		return 0, fmt.Errorf("sandbox: child ended before exec stop (status %v)", ws)
 	}
-	if r.cg != nil {
-		if err := r.cg.attachV1(p.Pid); err != nil {
-			return fail(err)
+	for _, fd := range procs {
+		if _, err := unix.Write(fd, []byte(strconv.Itoa(pid))); err != nil {
+			return fail(fmt.Errorf("sandbox: join cgroup: %w", err))
 		}
 	}
 	for _, l := range r.limits {
@@ -233,14 +355,14 @@ func spawnOne(r *spawnReq) (*os.Process, error) {
 			// SIGXCPU at the limit, SIGKILL a second later if ignored.
 			lim.Max++
 		}
-		if err := unix.Prlimit(p.Pid, l.resource, &lim, nil); err != nil {
+		if err := unix.Prlimit(pid, l.resource, &lim, nil); err != nil {
 			return fail(fmt.Errorf("sandbox: set %s: %w", rlimitName(l.resource), err))
 		}
 	}
-	if err := unix.PtraceDetach(p.Pid); err != nil {
+	if err := unix.PtraceDetach(pid); err != nil {
 		return fail(fmt.Errorf("sandbox: release child: %w", err))
 	}
-	return p, nil
+	return pid, nil
 }
 
 // start hands r to the spawner thread and waits for the result.
@@ -252,7 +374,13 @@ func (s *spawner) start(r *spawnReq) (*os.Process, error) {
 		return nil, ErrClosed
 	}
 	<-r.done
-	return r.proc, r.err
+	if r.err != nil {
+		return nil, r.err
+	}
+	// On this thread, so that the process's pidfd lands in the service's
+	// table. The child is not waited for before its Process is made: its
+	// pid cannot be reused before.
+	return os.FindProcess(r.pid)
 }
 
 // stop ends the spawner thread.
