@@ -215,8 +215,8 @@ func TestDuplicateToolUseRunsOnce(t *testing.T) {
 	}
 }
 
-// A session keeps the last 1,000 finished calls whole and only the ids of
-// older ones: a repeated id of an old call runs nothing and gets an error
+// A session keeps the last 1,000 finished calls whole and only a hash of
+// the ids of older ones: a repeated id of an old call runs nothing and gets an error
 // result that says it ran, and the session does not hold what every call
 // returned.
 func TestDuplicateOfAnOldCallRunsOnce(t *testing.T) {

@@ -13,8 +13,13 @@ const (
 	maxPendingProgress = 256 << 10
 	// maxLogEvents caps the events kept for replay after a reconnect.
 	maxLogEvents = 20000
-	// maxLogProgressBytes caps the progress output kept for replay.
-	maxLogProgressBytes = 8 << 20
+	// maxLogBytes caps the size of the events kept for replay (as
+	// eventSize counts it). Replay is for what a broken stream took and
+	// did not deliver, which the stream's window bounds (4 MiB by
+	// default); progress goes first, and a Result trimmed from the log
+	// can still be had again by repeating its tool_use id while its call
+	// is among the session's last keepFinishedCalls.
+	maxLogBytes = 4 << 20
 	// progressStall is how long the reader may take no event at all before
 	// progress that does not fit is dropped instead of waited for.
 	progressStall = 50 * time.Millisecond
@@ -45,14 +50,16 @@ type outbox struct {
 	stalled  map[string]bool             // calls dropping progress until their pending event is taken
 	lastMove time.Time                   // when the reader last took an event, or an event became ready for it
 	log      []*Event                    // sent events, oldest first, for replay
-	logBytes int
-	seq      uint64
-	lostUpTo uint64 // highest sequence number of a trimmed non-progress event
-	closed   bool
-	wake     chan struct{}
-	held     map[string]int // held events of each call
-	timer    *time.Timer    // wakes the reader when a held event is due
-	timerDue time.Time      // when timer fires; zero when it is not armed
+	logBytes int                         // eventSize of the events in log
+	// logProgress counts the progress events in log.
+	logProgress int
+	seq         uint64
+	lostUpTo    uint64 // highest sequence number of a trimmed non-progress event
+	closed      bool
+	wake        chan struct{}
+	held        map[string]int // held events of each call
+	timer       *time.Timer    // wakes the reader when a held event is due
+	timerDue    time.Time      // when timer fires; zero when it is not armed
 
 	stall   time.Duration // progressStall; tests change it
 	maxWait time.Duration // maxProgressWait
@@ -322,32 +329,52 @@ func (o *outbox) numberLocked(ev *Event) {
 	o.seq++
 	ev.Seq = o.seq
 	o.log = append(o.log, ev)
+	o.logBytes += eventSize(ev)
 	if ev.Progress != nil {
-		o.logBytes += len(ev.Progress.Output)
+		o.logProgress++
 	}
-	for len(o.log) > maxLogEvents || o.logBytes > maxLogProgressBytes {
+	for len(o.log) > maxLogEvents || o.logBytes > maxLogBytes {
 		o.trimLocked()
 	}
 }
 
-// trimLocked drops the oldest progress event from the log, or the oldest
-// event if there is no progress left.
+// eventSize is what an event is counted as against maxLogBytes: its
+// output and content, and a fixed share for the rest.
+func eventSize(ev *Event) int {
+	n := 256
+	switch {
+	case ev.Progress != nil:
+		n += len(ev.Progress.Output)
+	case ev.Result != nil && ev.Result.Result != nil:
+		for _, c := range ev.Result.Result.Content {
+			n += len(c.Text) + len(c.Data)
+		}
+		n += len(ev.Result.Result.Structured)
+	}
+	return n
+}
+
+// trimLocked drops the oldest progress event from the log while the log
+// is over its size and holds progress, or else the oldest event.
 func (o *outbox) trimLocked() {
-	for i, ev := range o.log {
-		if o.logBytes <= maxLogProgressBytes {
-			break // over the count only: the oldest event goes
-		}
-		if ev.Progress != nil {
-			o.logBytes -= len(ev.Progress.Output)
-			o.log = append(o.log[:i], o.log[i+1:]...)
-			return
+	if o.logBytes > maxLogBytes && o.logProgress > 0 {
+		for i, ev := range o.log {
+			if ev.Progress != nil {
+				o.logBytes -= eventSize(ev)
+				o.logProgress--
+				o.log = append(o.log[:i], o.log[i+1:]...)
+				return
+			}
 		}
 	}
-	if o.log[0].Progress != nil {
-		o.logBytes -= len(o.log[0].Progress.Output)
+	ev := o.log[0]
+	o.logBytes -= eventSize(ev)
+	if ev.Progress != nil {
+		o.logProgress--
 	} else {
-		o.lostUpTo = o.log[0].Seq
+		o.lostUpTo = ev.Seq
 	}
+	o.log[0] = nil
 	o.log = o.log[1:]
 }
 

@@ -2,8 +2,12 @@ package executor
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 func progress(id string, n int) *Event {
@@ -134,6 +138,46 @@ func TestOutboxCloseReleasesProgressWriter(t *testing.T) {
 	}()
 	o.close()
 	<-done
+}
+
+// The replay log is bounded by size, not only by count: large Results
+// leave it once it holds more than maxLogBytes, progress before them.
+func TestOutboxReplayLogIsBoundedBySize(t *testing.T) {
+	o := newOutbox(0)
+	ctx := context.Background()
+	big := strings.Repeat("x", 100<<10)
+	send := func(ev *Event) {
+		t.Helper()
+		o.push(ev)
+		if _, err := o.next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(progress("p", 1<<20)) // the oldest event, and progress
+	const results = 100        // 10 MiB of output in all
+	for i := range results {
+		send(&Event{Result: &CallResult{ToolUseID: fmt.Sprint("r", i), Result: tool.Text(big)}})
+	}
+	o.mu.Lock()
+	logged, bytes, progressLeft := len(o.log), o.logBytes, o.logProgress
+	o.mu.Unlock()
+	if bytes > maxLogBytes || bytes < maxLogBytes-(110<<10) {
+		t.Fatalf("log holds %d bytes, want just under %d", bytes, maxLogBytes)
+	}
+	if progressLeft != 0 {
+		t.Fatal("the progress event outlived Results in the log")
+	}
+	evs, complete := o.replay(0)
+	if complete || len(evs) != logged || logged >= results {
+		t.Fatalf("replay from 0: %d events, complete %v; want an incomplete replay of the %d logged", len(evs), complete, logged)
+	}
+	last := evs[len(evs)-1]
+	if last.Result == nil || last.Result.ToolUseID != fmt.Sprint("r", results-1) {
+		t.Fatalf("the newest Result is not the last event logged: %s", describe(last))
+	}
+	if _, complete := o.replay(evs[0].Seq - 1); !complete {
+		t.Fatal("replay from just before the oldest logged event should be complete")
+	}
 }
 
 func accepted(id string) *Event { return &Event{Accepted: &Accepted{ToolUseID: id}} }

@@ -83,10 +83,11 @@ type Session struct {
 	calls map[string]*call
 	// finished lists the calls of calls that have their Result, oldest
 	// first; past keepFinishedCalls the oldest leave calls for ran, which
-	// keeps their id and tool name only, so that a session's memory is
-	// bounded by its live calls and a window, not its history.
+	// keeps a hash of their id and their tool name for seenCalls more, so
+	// that a session's memory is bounded by its live calls and a window,
+	// not its history.
 	finished  []string
-	ran       map[string]string
+	ran       *seenIDs
 	order     map[string]*messageOrder
 	errored   map[string]string // assistant message id → id of its failed Bash call
 	decisions map[string]chan PermissionDecision
@@ -121,7 +122,7 @@ func (s *Session) Submit(ctx context.Context, use ToolUse) error {
 		s.mu.Unlock()
 		return ErrSessionClosed
 	}
-	if name, dup := s.ran[use.ID]; dup {
+	if name, dup := s.ran.lookup(use.ID); dup {
 		s.mu.Unlock()
 		_, span := s.ex.tel.startCall(ctx, s.id, use, now, true)
 		s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID, Duplicate: true}})
@@ -355,9 +356,10 @@ func (s *Session) finish(c *call, started time.Time, res *tool.Result) {
 	s.finished = append(s.finished, c.use.ID)
 	if len(s.finished) > keepFinishedCalls {
 		old := s.finished[0]
+		s.finished[0] = ""
 		s.finished = s.finished[1:]
 		if oc := s.calls[old]; oc != nil && oc.result != nil {
-			s.ran[old] = oc.result.ToolName
+			s.ran.add(old, oc.result.ToolName)
 			delete(s.calls, old)
 		}
 	}
