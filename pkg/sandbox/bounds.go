@@ -337,14 +337,6 @@ func applyGroupLimits(own, g string, total SessionBounds) {
 	_ = own
 }
 
-// counter reads "key N" from a cgroup events file (0 when absent).
-func counter(dir, file, key string) int64 {
-	if dir == "" {
-		return 0
-	}
-	return statValue(filepath.Join(dir, file), key)
-}
-
 // ProcessBoundsAvailable reports whether runners can be given a process
 // bound: a pids controller this process may make directories in.
 func ProcessBoundsAvailable() bool {

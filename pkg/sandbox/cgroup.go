@@ -267,6 +267,12 @@ type callCgroup struct {
 	v1Strict bool       // v1 controllers need the exec stop
 	v1Pids   string     // the v1 pids directory among v1, "" if none
 	v1Memory string     // the v1 memory directory among v1, "" if none
+	// Files read at the end of every call of the directory, opened with
+	// it: reading an open cgroup file again costs a few microseconds,
+	// opening one tens. -1 where the file does not exist.
+	populatedFD int // v2 cgroup.events, or v1 cgroup.procs of v1[0]
+	pidsFD      int // pids.events (v2: pids.events.local where there is one)
+	oomFD       int // v2 memory.events, or v1 memory.oom_control
 	// killed: cgroup.kill was written. Such a directory is not reused: a
 	// process cloned into it later (CLONE_INTO_CGROUP) can be killed at
 	// birth, as the kernel compares kill counts of parent and target.
@@ -319,7 +325,7 @@ func (rc *runnerCgroups) recycle(cc *callCgroup) {
 // limits.
 func (rc *runnerCgroups) makeCall(limits Limits) (*callCgroup, error) {
 	n := fmt.Sprintf("c%d", rc.seq.Add(1))
-	cc := &callCgroup{key: rc.name + "/" + n, dirFD: -1, killFD: -1}
+	cc := &callCgroup{key: rc.name + "/" + n, dirFD: -1, killFD: -1, populatedFD: -1, pidsFD: -1, oomFD: -1}
 	fail := func(err error) (*callCgroup, error) {
 		cc.remove()
 		return nil, err
@@ -385,7 +391,63 @@ func (rc *runnerCgroups) makeCall(limits Limits) (*callCgroup, error) {
 	if err := v1(rc.v1Memory, &cc.v1Memory, "memory.limit_in_bytes", strconv.FormatInt(limits.Memory, 10), "memory.memsw.limit_in_bytes"); err != nil {
 		return fail(err)
 	}
+	if cc.unified != "" {
+		cc.populatedFD = openCounter(cc.unified, "cgroup.events")
+		cc.pidsFD = openCounter(cc.unified, "pids.events.local", "pids.events")
+		cc.oomFD = openCounter(cc.unified, "memory.events")
+	} else if len(cc.v1) > 0 {
+		cc.populatedFD = openCounter(cc.v1[0], "cgroup.procs")
+	}
+	if cc.pidsFD < 0 && cc.v1Pids != "" {
+		cc.pidsFD = openCounter(cc.v1Pids, "pids.events")
+	}
+	if cc.oomFD < 0 && cc.v1Memory != "" {
+		cc.oomFD = openCounter(cc.v1Memory, "memory.oom_control")
+	}
 	return cc, nil
+}
+
+// openCounter opens the first of names in dir that exists, to be read
+// again and again (readCounter); -1 if none does.
+func openCounter(dir string, names ...string) int {
+	for _, n := range names {
+		if fd, err := unix.Open(filepath.Join(dir, n), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+			return fd
+		}
+	}
+	return -1
+}
+
+// readCounter reads a cgroup file through fd from its start into buf: each
+// read from offset 0 shows the file's present content.
+func readCounter(fd int, buf []byte) ([]byte, error) {
+	n, err := unix.Pread(fd, buf, 0)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// counterValue returns the number after key in the "key value" lines of
+// the cgroup file open at fd; 0 if it cannot tell.
+func counterValue(fd int, key string) int64 {
+	if fd < 0 {
+		return 0
+	}
+	var buf [1024]byte
+	b, err := readCounter(fd, buf[:])
+	if err != nil {
+		return 0
+	}
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte("\n"))
+		if k, v, ok := bytes.Cut(line, []byte(" ")); ok && string(k) == key {
+			n, _ := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // closeFDs releases the directory's file descriptors.
@@ -402,6 +464,12 @@ func (cc *callCgroup) closeFDs() {
 		f.Close()
 	}
 	cc.v1Procs = nil
+	for _, fd := range []*int{&cc.populatedFD, &cc.pidsFD, &cc.oomFD} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
 }
 
 // end kills what is left of the call, if anything, and waits until nothing
@@ -455,12 +523,13 @@ func (cc *callCgroup) waitEmpty() {
 }
 
 func (cc *callCgroup) empty() bool {
+	var buf [512]byte
 	if cc.unified != "" {
-		b, err := os.ReadFile(filepath.Join(cc.unified, "cgroup.events"))
+		b, err := readCounter(cc.populatedFD, buf[:])
 		return err != nil || bytes.Contains(b, []byte("populated 0"))
 	}
 	if len(cc.v1) > 0 {
-		b, err := os.ReadFile(filepath.Join(cc.v1[0], "cgroup.procs"))
+		b, err := readCounter(cc.populatedFD, buf[:])
 		return err != nil || len(bytes.TrimSpace(b)) == 0
 	}
 	return true
@@ -526,18 +595,10 @@ type limitHits struct {
 // hits reads the call's counters. They only grow, and a directory with a
 // count is not used again (see recycle), so any count is this call's.
 func (cc *callCgroup) hits() limitHits {
-	var h limitHits
-	if cc.unified != "" {
-		pe := "pids.events.local"
-		if _, err := os.Stat(filepath.Join(cc.unified, pe)); err != nil {
-			pe = "pids.events"
-		}
-		h.processes = counter(cc.unified, pe, "max") > 0
-		h.memory = counter(cc.unified, "memory.events", "oom_kill") > 0
+	return limitHits{
+		processes: counterValue(cc.pidsFD, "max") > 0,
+		memory:    counterValue(cc.oomFD, "oom_kill") > 0,
 	}
-	h.processes = h.processes || counter(cc.v1Pids, "pids.events", "max") > 0
-	h.memory = h.memory || counter(cc.v1Memory, "memory.oom_control", "oom_kill") > 0
-	return h
 }
 
 // holdsAll reports whether every process the runner starts lands in its

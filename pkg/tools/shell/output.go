@@ -87,9 +87,16 @@ func appendUpTo(buf, b []byte, limit int) []byte {
 	return append(buf, b...)
 }
 
+// readBufs holds the buffers output pipes are read into, so that a command
+// that prints little costs no fresh readChunk of memory to clear and
+// collect.
+var readBufs = sync.Pool{New: func() any { return new([readChunk]byte) }}
+
 // readFrom copies r into the capture until EOF or error.
 func (c *capture) readFrom(r io.Reader) {
-	buf := make([]byte, readChunk)
+	arr := readBufs.Get().(*[readChunk]byte)
+	defer readBufs.Put(arr)
+	buf := arr[:]
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
