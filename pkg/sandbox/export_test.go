@@ -19,3 +19,12 @@ func DisableCgroups(t testing.TB) {
 func SpawnerFiles(r *Runner) ([]os.DirEntry, error) {
 	return os.ReadDir(fmt.Sprintf("/proc/self/task/%d/fd", r.sp.tid))
 }
+
+// ShareSpawnerFiles makes runners created until the end of t start their
+// processes from the service's file table, as where the kernel or a
+// seccomp profile refuses the spawner a table of its own.
+func ShareSpawnerFiles(t testing.TB) {
+	t.Helper()
+	sharedFilesOnly.Store(true)
+	t.Cleanup(func() { sharedFilesOnly.Store(false) })
+}

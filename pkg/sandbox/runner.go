@@ -479,12 +479,13 @@ func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) 
 		sys.Credential.Groups = []uint32{uint32(tag.ID())}
 	}
 	req := &spawnReq{
-		path:   path,
-		argv:   c.Args,
-		dir:    dir,
-		env:    env,
-		sys:    sys,
-		limits: r.rlimits,
+		path:     path,
+		argv:     c.Args,
+		dir:      dir,
+		env:      env,
+		sys:      sys,
+		cgroupFD: -1,
+		limits:   r.rlimits,
 	}
 	for _, f := range []*os.File{stdin, outW, errW} {
 		fd := -1

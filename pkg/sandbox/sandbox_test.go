@@ -612,14 +612,40 @@ func TestSpawnerFileTableStaysSmall(t *testing.T) {
 			if out, code := run(t, r, "echo out; echo err >&2; ls /proc/self/fd"); out != "out\nerr\n0\n1\n2\n3\n" || code != 0 {
 				t.Fatalf("got %q exit %d, want the two lines and descriptors 0-3 (3: ls's directory)", out, code)
 			}
+			// Stdin and per-call limits (the exec stop) take the same way.
+			p, err := r.Start(context.Background(), sandbox.Cmd{Args: []string{"cat"}, Stdin: strings.NewReader("in")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := io.ReadAll(p.Output())
+			p.Output().Close()
+			if code, _ := p.Wait(); code != 0 || string(out) != "in" {
+				t.Fatalf("cat: got %q exit %d", out, code)
+			}
 			ents, err := sandbox.SpawnerFiles(r)
 			if err != nil {
 				t.Fatal(err)
 			}
-			// 0-2, the runtime's poller (2) and the pidfd.
+			// 0-2, the runtime's poller (2) and the socket to the service.
 			if len(ents) > 8 {
 				t.Fatalf("the spawner thread holds %d descriptors with 300 more open in the service; want its own few", len(ents))
 			}
 		})
 	}
+	// Where the spawner may not have a table of its own, it shares the
+	// service's, and processes still start with their own descriptors.
+	t.Run("shared", func(t *testing.T) {
+		sandbox.ShareSpawnerFiles(t)
+		r := newRunner(t, sandbox.Config{})
+		if out, code := run(t, r, "echo out; echo err >&2"); out != "out\nerr\n" || code != 0 {
+			t.Fatalf("got %q exit %d", out, code)
+		}
+		ents, err := sandbox.SpawnerFiles(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) < 300 {
+			t.Fatalf("the spawner thread holds %d descriptors; want the service's table", len(ents))
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -22,11 +23,14 @@ type spawner struct {
 	// egressFD is the egress proxy's listening socket, made inside the
 	// thread's network namespace (spawnSetup.egress); -1 without one.
 	egressFD int
-	// self is a pidfd of this process in the thread's own file table,
-	// through which the thread copies in the descriptors a child gets
-	// (see privateFiles).
-	self int
-	tid  int // the thread's id
+	// private: the thread has a file table of its own (see
+	// privateFiles). A request's descriptors then reach it over a socket
+	// pair: sendFD in the service's table, recvFD in the thread's. Set
+	// before the thread reports ready.
+	private        bool
+	sendFD, recvFD int
+	sendMu         sync.Mutex // keeps requests and their descriptors in one order
+	tid            int        // the thread's id
 }
 
 // spawnSetup is what the spawner thread applies to itself once.
@@ -90,11 +94,28 @@ type rlimit struct {
 // startSpawner starts the thread and applies setup to it. On error the
 // thread is gone again.
 func startSpawner(setup spawnSetup) (*spawner, error) {
-	s := &spawner{reqs: make(chan *spawnReq), done: make(chan struct{}), egressFD: -1, self: -1}
+	s := &spawner{reqs: make(chan *spawnReq), done: make(chan struct{}), egressFD: -1, sendFD: -1, recvFD: -1}
+	if pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0); err == nil {
+		s.sendFD, s.recvFD = pair[0], pair[1]
+		// Here, not on the thread: its view of /proc is the session's.
+		runtimeFDs()
+	}
 	ready := make(chan error, 1)
 	go s.run(setup, ready)
-	if err := <-ready; err != nil {
+	err := <-ready
+	if s.recvFD >= 0 {
+		// A private thread has its own copy of the receiving end.
+		unix.Close(s.recvFD)
+	}
+	if !s.private && s.sendFD >= 0 {
+		unix.Close(s.sendFD)
+		s.sendFD = -1
+	}
+	if err != nil {
 		<-s.done
+		if s.sendFD >= 0 {
+			unix.Close(s.sendFD)
+		}
 		return nil, err
 	}
 	return s, nil
@@ -107,10 +128,10 @@ func (s *spawner) run(setup spawnSetup, ready chan<- error) {
 	runtime.LockOSThread()
 	s.tid = unix.Gettid()
 	fd, err := setupThread(setup)
-	if err == nil {
+	if err == nil && s.recvFD >= 0 {
 		// Last, once setupThread's own descriptors are closed in the
 		// shared table.
-		if s.self, err = privateFiles(); err != nil && fd >= 0 {
+		if s.private, err = privateFiles(s.recvFD); err != nil && fd >= 0 {
 			unix.Close(fd)
 		}
 	}
@@ -150,30 +171,94 @@ var runtimeFDs = sync.OnceValue(func() []int {
 })
 
 // privateFiles gives the calling thread a file table of its own that holds
-// only the standard descriptors and the runtime's, and returns a pidfd of
-// the process in it. fork copies the whole table of the thread that forks
-// and execve then closes every copy; from the service's table, which holds
-// every open session's pipes, sockets and cgroup files, starting a process
-// cost time in proportion to the sessions open. The thread copies in what
-// a child needs (pidfd_getfd), starts it and closes the copies.
-func privateFiles() (self int, err error) {
-	keep := runtimeFDs()
+// only the standard descriptors, the runtime's and keep. fork copies the
+// whole table of the thread that forks and execve then closes every copy;
+// from the service's table, which holds every open session's pipes,
+// sockets and cgroup files, starting a process cost time in proportion to
+// the sessions open. The thread gets what a child needs over keep, a unix
+// socket (SCM_RIGHTS), starts it and closes the copies. It reports false,
+// and changes nothing, where the thread may not have a table of its own
+// (unshare refused, as by some seccomp profiles): it then shares the
+// service's.
+func privateFiles(keep int) (bool, error) {
+	fds := append(slices.Clone(runtimeFDs()), keep)
+	slices.Sort(fds)
+	if sharedFilesOnly.Load() {
+		return false, nil
+	}
 	if err := unix.Unshare(unix.CLONE_FILES); err != nil {
-		return -1, fmt.Errorf("sandbox: spawner file table: %w", err)
+		return false, nil
 	}
 	from := 3
-	for _, fd := range append(keep, math.MaxInt32) {
+	for _, fd := range append(fds, math.MaxInt32) {
 		if fd > from {
 			if err := unix.CloseRange(uint(from), uint(fd-1), 0); err != nil {
-				return -1, fmt.Errorf("sandbox: spawner file table: %w", err)
+				return true, fmt.Errorf("sandbox: spawner file table: %w", err)
 			}
 		}
 		from = max(from, fd+1)
 	}
-	if self, err = unix.PidfdOpen(os.Getpid(), 0); err != nil {
-		return -1, fmt.Errorf("sandbox: spawner pidfd: %w", err)
+	return true, nil
+}
+
+// sharedFilesOnly makes spawner threads share the service's file table,
+// as where unshare is refused; tests set it.
+var sharedFilesOnly atomic.Bool
+
+// passFDs sends fds over the spawner's socket, in the order given; -1
+// entries are left out.
+func (s *spawner) passFDs(fds []int) error {
+	var list []int
+	for _, fd := range fds {
+		if fd >= 0 {
+			list = append(list, fd)
+		}
 	}
-	return self, nil
+	if err := unix.Sendmsg(s.sendFD, []byte{0}, unix.UnixRights(list...), nil, 0); err != nil {
+		return fmt.Errorf("sandbox: hand descriptors to the spawner: %w", err)
+	}
+	return nil
+}
+
+// receiveFDs takes the descriptors of the next request off the socket and
+// returns them in place of fds (-1 entries stay -1).
+func (s *spawner) receiveFDs(fds []int) ([]int, error) {
+	want := 0
+	for _, fd := range fds {
+		if fd >= 0 {
+			want++
+		}
+	}
+	oob := make([]byte, unix.CmsgSpace(4*want))
+	var b [1]byte
+	_, oobn, _, _, err := unix.Recvmsg(s.recvFD, b[:], oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: spawner descriptors: %w", err)
+	}
+	var got []int
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err == nil {
+		for _, m := range msgs {
+			fs, err := unix.ParseUnixRights(&m)
+			if err == nil {
+				got = append(got, fs...)
+			}
+		}
+	}
+	if len(got) != want {
+		for _, fd := range got {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("sandbox: spawner got %d descriptors, want %d", len(got), want)
+	}
+	out := make([]int, len(fds))
+	for i, fd := range fds {
+		out[i] = -1
+		if fd >= 0 {
+			out[i], got = got[0], got[1:]
+		}
+	}
+	return out, nil
 }
 
 // setupThread confines the calling thread; it returns the egress
@@ -271,48 +356,32 @@ func loopbackUp() error {
 // directories and gets its rlimits before it runs anything, then it is let
 // go.
 func (s *spawner) spawnOne(r *spawnReq) (int, error) {
-	var local []int
-	defer func() {
-		for _, fd := range local {
-			unix.Close(fd)
-		}
-	}()
-	// here copies a descriptor of the service's table into the thread's.
-	here := func(fd int) (int, error) {
-		if fd < 0 {
-			return -1, nil
-		}
-		l, err := unix.PidfdGetfd(s.self, fd, 0)
-		if err != nil {
-			return -1, fmt.Errorf("sandbox: copy descriptor %d to the spawner: %w", fd, err)
-		}
-		local = append(local, l)
-		return l, nil
-	}
-	attr := &syscall.ProcAttr{Dir: r.dir, Env: r.env, Sys: r.sys}
-	for _, fd := range r.files {
-		l, err := here(fd)
+	// The request's descriptors: files, then the cgroup directory, then
+	// the v1 cgroup.procs files.
+	fds := append(append(slices.Clone(r.files), r.cgroupFD), r.v1Procs...)
+	if s.private {
+		local, err := s.receiveFDs(fds)
 		if err != nil {
 			return 0, err
 		}
-		attr.Files = append(attr.Files, uintptr(l))
+		defer func() {
+			for _, fd := range local {
+				if fd >= 0 {
+					unix.Close(fd)
+				}
+			}
+		}()
+		fds = local
+	}
+	attr := &syscall.ProcAttr{Dir: r.dir, Env: r.env}
+	for _, fd := range fds[:len(r.files)] {
+		attr.Files = append(attr.Files, uintptr(fd))
 	}
 	sys := *r.sys
 	sys.Ptrace = r.stop
-	if sys.UseCgroupFD {
-		var err error
-		if sys.CgroupFD, err = here(r.cgroupFD); err != nil {
-			return 0, err
-		}
-	}
+	sys.CgroupFD = fds[len(r.files)]
 	attr.Sys = &sys
-	procs := make([]int, len(r.v1Procs))
-	for i, fd := range r.v1Procs {
-		var err error
-		if procs[i], err = here(fd); err != nil {
-			return 0, err
-		}
-	}
+	procs := fds[len(r.files)+1:]
 	pid, err := syscall.ForkExec(r.path, r.argv, attr)
 	if err != nil {
 		return 0, &os.PathError{Op: "fork/exec", Path: r.path, Err: err}
@@ -368,11 +437,29 @@ func (s *spawner) spawnOne(r *spawnReq) (int, error) {
 // start hands r to the spawner thread and waits for the result.
 func (s *spawner) start(r *spawnReq) (*os.Process, error) {
 	r.done = make(chan struct{})
+	if !r.sys.UseCgroupFD {
+		r.cgroupFD = -1
+	}
+	s.sendMu.Lock()
+	select {
+	case <-s.done:
+		s.sendMu.Unlock()
+		return nil, ErrClosed
+	default:
+	}
+	if s.private {
+		if err := s.passFDs(append(append(slices.Clone(r.files), r.cgroupFD), r.v1Procs...)); err != nil {
+			s.sendMu.Unlock()
+			return nil, err
+		}
+	}
 	select {
 	case s.reqs <- r:
 	case <-s.done:
+		s.sendMu.Unlock()
 		return nil, ErrClosed
 	}
+	s.sendMu.Unlock()
 	<-r.done
 	if r.err != nil {
 		return nil, r.err
@@ -387,6 +474,9 @@ func (s *spawner) start(r *spawnReq) (*os.Process, error) {
 func (s *spawner) stop() {
 	close(s.reqs)
 	<-s.done
+	if s.sendFD >= 0 {
+		unix.Close(s.sendFD)
+	}
 }
 
 func rlimitName(res int) string {
