@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,16 +110,27 @@ type runnerCgroups struct {
 	bound SessionBounds
 	seq   atomic.Uint64
 
-	spareMu sync.Mutex    // guards spares
-	spares  []*callCgroup // empty call directories ready for the next calls
+	spareMu  sync.Mutex    // guards the fields below
+	spares   []*callCgroup // empty call directories ready for the next calls
+	inUse    int           // call directories handed out and not back yet
+	spareCap int           // how many spares to keep (see maxSpareCalls)
+	trim     *time.Timer   // lowers spareCap again once a burst is over
+	closed   bool
 }
 
-// maxSpareCalls caps the empty call directories a runner keeps for reuse.
-// Starting a process in a cgroup it is the first to use, and removing that
-// cgroup afterwards, costs more than the rest of a short call's sandboxing
-// together (0.5–1 ms here); a cgroup whose processes are all gone can take
-// the next call as it is, since its limits are the same.
-const maxSpareCalls = 2
+// Spare call directories. Starting a process in a cgroup it is the first
+// to use, and removing that cgroup afterwards, costs more than the rest of
+// a short call's sandboxing together (0.5–1 ms here); a cgroup whose
+// processes are all gone can take the next call as it is, since its
+// limits are the same. A runner keeps maxSpareCalls; after a burst of
+// calls at once it keeps as many as the burst had (up to maxBurstSpares),
+// so that the next burst makes and removes none, until burstSpareIdle
+// passes without a call ending.
+const (
+	maxSpareCalls  = 2
+	maxBurstSpares = 64
+	burstSpareIdle = 10 * time.Second
+)
 
 var runnerSeq atomic.Uint64
 
@@ -243,6 +255,10 @@ func (rc *runnerCgroups) remove() {
 	rc.spareMu.Lock()
 	spares := rc.spares
 	rc.spares = nil
+	rc.closed = true
+	if rc.trim != nil {
+		rc.trim.Stop()
+	}
 	rc.spareMu.Unlock()
 	for _, cc := range spares {
 		cc.remove()
@@ -283,6 +299,8 @@ type callCgroup struct {
 // applied: a spare one, or new ones.
 func (rc *runnerCgroups) newCall(limits Limits) (*callCgroup, error) {
 	rc.spareMu.Lock()
+	rc.inUse++
+	rc.spareCap = max(rc.spareCap, maxSpareCalls, min(rc.inUse, maxBurstSpares))
 	if n := len(rc.spares); n > 0 {
 		cc := rc.spares[n-1]
 		rc.spares = rc.spares[:n-1]
@@ -303,20 +321,65 @@ func (rc *runnerCgroups) prepare(limits Limits) {
 		return
 	}
 	if cc, err := rc.makeCall(limits); err == nil {
-		rc.recycle(cc)
+		rc.spareMu.Lock()
+		cc = rc.keepLocked(cc)
+		rc.spareMu.Unlock()
+		if cc != nil {
+			cc.remove()
+		}
 	}
 }
 
-// recycle keeps the directories of a call that has ended, with nothing left
-// in them and never killed, for a later call, or removes them.
+// recycle takes back the directories of a call that has ended: it keeps
+// them for a later call if nothing is left in them and they were never
+// killed, or removes them.
 func (rc *runnerCgroups) recycle(cc *callCgroup) {
 	rc.spareMu.Lock()
-	if len(rc.spares) < maxSpareCalls && !cc.killed.Load() && cc.empty() && cc.hits() == (limitHits{}) {
-		rc.spares = append(rc.spares, cc)
-		cc = nil
+	rc.inUse--
+	cc = rc.keepLocked(cc)
+	if rc.spareCap > maxSpareCalls && !rc.closed {
+		if rc.trim == nil {
+			rc.trim = time.AfterFunc(burstSpareIdle, rc.trimSpares)
+		} else {
+			rc.trim.Reset(burstSpareIdle)
+		}
 	}
 	rc.spareMu.Unlock()
 	if cc != nil {
+		cc.remove()
+	}
+}
+
+// discard takes back the directories of a call that did not start.
+func (rc *runnerCgroups) discard(cc *callCgroup) {
+	rc.spareMu.Lock()
+	rc.inUse--
+	rc.spareMu.Unlock()
+	cc.remove()
+}
+
+// keepLocked adds cc to the spares if it may be used again and there is
+// room; it returns cc when it did not.
+func (rc *runnerCgroups) keepLocked(cc *callCgroup) *callCgroup {
+	if !rc.closed && len(rc.spares) < max(rc.spareCap, maxSpareCalls) && !cc.killed.Load() && cc.empty() && cc.hits() == (limitHits{}) {
+		rc.spares = append(rc.spares, cc)
+		return nil
+	}
+	return cc
+}
+
+// trimSpares ends a burst: the runner keeps maxSpareCalls spares again.
+func (rc *runnerCgroups) trimSpares() {
+	rc.spareMu.Lock()
+	rc.spareCap = maxSpareCalls
+	var extra []*callCgroup
+	if n := len(rc.spares); n > maxSpareCalls && !rc.closed {
+		extra = slices.Clone(rc.spares[maxSpareCalls:])
+		clear(rc.spares[maxSpareCalls:])
+		rc.spares = rc.spares[:maxSpareCalls]
+	}
+	rc.spareMu.Unlock()
+	for _, cc := range extra {
 		cc.remove()
 	}
 }

@@ -28,3 +28,17 @@ func ShareSpawnerFiles(t testing.TB) {
 	sharedFilesOnly.Store(true)
 	t.Cleanup(func() { sharedFilesOnly.Store(false) })
 }
+
+// CallDirs reports the spare call directories r keeps and how many it has
+// made in all; ok is false when r has no cgroup.
+func CallDirs(r *Runner) (spares int, made uint64, ok bool) {
+	if r.cg == nil {
+		return 0, 0, false
+	}
+	r.cg.spareMu.Lock()
+	defer r.cg.spareMu.Unlock()
+	return len(r.cg.spares), r.cg.seq.Load(), true
+}
+
+// EndBurst does at once what burstSpareIdle without calls does.
+func EndBurst(r *Runner) { r.cg.trimSpares() }

@@ -526,7 +526,7 @@ func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) 
 		unregisterCall(p.key, 0)
 		if p.cg != nil {
 			p.cg.kill()
-			p.cg.remove()
+			r.cg.discard(p.cg)
 		}
 		p.tag.Release()
 		p.closeStdin()

@@ -649,3 +649,73 @@ func TestSpawnerFileTableStaysSmall(t *testing.T) {
 		}
 	})
 }
+
+// After a burst of calls at once a runner keeps a call directory for each,
+// so that the next burst makes and removes none; once the burst is over it
+// keeps its usual two again.
+func TestCallDirectoriesOfABurstAreKept(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("call cgroups need root")
+	}
+	r := newRunner(t, sandbox.Config{})
+	if _, _, ok := sandbox.CallDirs(r); !ok {
+		t.Fatal("the runner has no cgroup as root")
+	}
+	const burst = 8
+	runBurst := func() {
+		t.Helper()
+		// All of them run at once: each waits for its stdin to end, which
+		// comes once all have started.
+		procs := make([]*sandbox.Process, burst)
+		writers := make([]*io.PipeWriter, burst)
+		defer func() {
+			for _, w := range writers {
+				w.Close()
+			}
+		}()
+		for i := range procs {
+			var pr *io.PipeReader
+			pr, writers[i] = io.Pipe()
+			p, err := r.Start(context.Background(), sandbox.Cmd{Args: []string{"/bin/sh", "-c", "read x"}, Stdin: pr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			procs[i] = p
+		}
+		for _, w := range writers {
+			w.Close()
+		}
+		for _, p := range procs {
+			io.Copy(io.Discard, p.Output())
+			p.Output().Close()
+			if code, err := p.Wait(); code != 1 || err != nil {
+				t.Fatalf("exit %d, %v", code, err)
+			}
+		}
+	}
+	// Wait returns before the directories are taken back.
+	sparesAfter := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			spares, _, _ := sandbox.CallDirs(r)
+			if spares == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d spare call directories, want %d", spares, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	runBurst()
+	sparesAfter(burst)
+	_, made, _ := sandbox.CallDirs(r)
+	runBurst()
+	sparesAfter(burst)
+	if _, again, _ := sandbox.CallDirs(r); again != made {
+		t.Fatalf("the second burst made %d call directories, want none", again-made)
+	}
+	sandbox.EndBurst(r)
+	sparesAfter(2)
+}
