@@ -29,6 +29,7 @@ type spawner struct {
 	// before the thread reports ready.
 	private        bool
 	sendFD, recvFD int
+	recvLocal      int        // recvFD's number in the thread's table
 	sendMu         sync.Mutex // keeps requests and their descriptors in one order
 	tid            int        // the thread's id
 }
@@ -131,7 +132,7 @@ func (s *spawner) run(setup spawnSetup, ready chan<- error) {
 	if err == nil && s.recvFD >= 0 {
 		// Last, once setupThread's own descriptors are closed in the
 		// shared table.
-		if s.private, err = privateFiles(s.recvFD); err != nil && fd >= 0 {
+		if s.recvLocal, s.private, err = privateFiles(s.recvFD); err != nil && fd >= 0 {
 			unix.Close(fd)
 		}
 	}
@@ -180,25 +181,36 @@ var runtimeFDs = sync.OnceValue(func() []int {
 // and changes nothing, where the thread may not have a table of its own
 // (unshare refused, as by some seccomp profiles): it then shares the
 // service's.
-func privateFiles(keep int) (bool, error) {
+//
+// keep's number in the thread's table is returned: a low one, since fork
+// copies the table up to its highest open descriptor.
+func privateFiles(keep int) (local int, private bool, err error) {
 	fds := append(slices.Clone(runtimeFDs()), keep)
 	slices.Sort(fds)
 	if sharedFilesOnly.Load() {
-		return false, nil
+		return keep, false, nil
 	}
 	if err := unix.Unshare(unix.CLONE_FILES); err != nil {
-		return false, nil
+		return keep, false, nil
 	}
 	from := 3
 	for _, fd := range append(fds, math.MaxInt32) {
 		if fd > from {
 			if err := unix.CloseRange(uint(from), uint(fd-1), 0); err != nil {
-				return true, fmt.Errorf("sandbox: spawner file table: %w", err)
+				return keep, true, fmt.Errorf("sandbox: spawner file table: %w", err)
 			}
 		}
 		from = max(from, fd+1)
 	}
-	return true, nil
+	if low, err := unix.FcntlInt(uintptr(keep), unix.F_DUPFD_CLOEXEC, 3); err == nil {
+		if low < keep {
+			unix.Close(keep)
+			keep = low
+		} else {
+			unix.Close(low)
+		}
+	}
+	return keep, true, nil
 }
 
 // sharedFilesOnly makes spawner threads share the service's file table,
@@ -231,7 +243,7 @@ func (s *spawner) receiveFDs(fds []int) ([]int, error) {
 	}
 	oob := make([]byte, unix.CmsgSpace(4*want))
 	var b [1]byte
-	_, oobn, _, _, err := unix.Recvmsg(s.recvFD, b[:], oob, unix.MSG_CMSG_CLOEXEC)
+	_, oobn, _, _, err := unix.Recvmsg(s.recvLocal, b[:], oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: spawner descriptors: %w", err)
 	}
