@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -105,13 +106,22 @@ func newOutbox(hold time.Duration) *outbox {
 
 // appendLocked queues ev. Accepted and Started are held; any other event
 // of a call first releases what is held of it, and an AbortAck releases
-// everything held, so that it never overtakes what it acknowledges.
+// everything held, so that it never overtakes what it acknowledges. An
+// AbortAck that stops calls is held in turn, until the first event of one
+// of them (their Result, as a rule): the two then reach the client in one
+// wake-up, and the Result is not sent behind a send of its own
+// acknowledgement while the calls are being stopped.
 func (o *outbox) appendLocked(ev *Event) {
 	now := time.Now()
-	if id := callOf(ev); (ev.Accepted != nil || ev.Started != nil) && o.hold > 0 && id != "" {
+	if ev.AbortAck != nil {
+		o.releaseLocked(func(string) bool { return true })
+	}
+	if ids := heldCalls(ev); len(ids) > 0 && o.hold > 0 && (ev.Accepted != nil || ev.Started != nil || ev.AbortAck != nil) {
 		due := now.Add(o.hold)
 		o.pending = append(o.pending, queued{ev: ev, due: due})
-		o.held[id]++
+		for _, id := range ids {
+			o.held[id]++
+		}
 		o.armLocked(due)
 		return
 	}
@@ -120,13 +130,23 @@ func (o *outbox) appendLocked(ev *Event) {
 	if !o.anyReadyLocked() {
 		o.lastMove = now
 	}
-	if ev.AbortAck != nil {
-		o.releaseLocked(func(string) bool { return true })
-	} else if id := callOf(ev); id != "" && o.held[id] > 0 {
+	if id := callOf(ev); id != "" && o.held[id] > 0 {
 		o.releaseLocked(func(held string) bool { return held == id })
 	}
 	o.pending = append(o.pending, queued{ev: ev})
 	o.signalLocked()
+}
+
+// heldCalls returns the calls whose next event releases ev when it is
+// held: its own call, or those an AbortAck stops.
+func heldCalls(ev *Event) []string {
+	if ev.AbortAck != nil {
+		return ev.AbortAck.ToolUseIDs
+	}
+	if id := callOf(ev); id != "" {
+		return []string{id}
+	}
+	return nil
 }
 
 // anyReadyLocked reports whether a pending event may go at once.
@@ -147,9 +167,11 @@ func (o *outbox) releaseLocked(match func(id string) bool) {
 		if q.due.IsZero() {
 			continue
 		}
-		if id := callOf(q.ev); match(id) {
+		if ids := heldCalls(q.ev); slices.ContainsFunc(ids, match) {
 			q.due = time.Time{}
-			delete(o.held, id)
+			for _, id := range ids {
+				delete(o.held, id)
+			}
 		}
 	}
 }
@@ -186,9 +208,8 @@ func (o *outbox) takeLocked() *Event {
 			continue
 		}
 		if !q.due.IsZero() {
-			if id := callOf(q.ev); o.held[id] > 0 {
-				o.releaseLocked(func(held string) bool { return held == id })
-			}
+			ids := heldCalls(q.ev)
+			o.releaseLocked(func(held string) bool { return slices.Contains(ids, held) })
 		}
 		copy(o.pending[i:], o.pending[i+1:])
 		o.pending[len(o.pending)-1] = queued{}

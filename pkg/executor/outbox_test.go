@@ -239,7 +239,29 @@ func TestOutboxHoldsLifecycleEventsForTheCallsNextEvent(t *testing.T) {
 	o.push(accepted("c"))
 	o.push(accepted("d"))
 	o.push(&Event{AbortAck: &AbortAck{ToolUseIDs: []string{"c"}}})
-	expectEvents(t, o, "accepted c", "accepted d", "abort ack")
+	expectEvents(t, o, "accepted c", "accepted d") // the ack waits for c
+	o.push(result("c"))
+	expectEvents(t, o, "abort ack", "result c")
+}
+
+// An AbortAck waits for the first event of a call it stops, whichever of
+// them that is, and never overtakes events pushed before it; one that
+// stops nothing goes at once.
+func TestOutboxHoldsAnAbortAckForTheStoppedCalls(t *testing.T) {
+	o := newOutbox(time.Hour)
+	o.push(&Event{AbortAck: &AbortAck{}})
+	expectEvents(t, o, "abort ack")
+	o.push(result("x"))
+	o.push(&Event{AbortAck: &AbortAck{ToolUseIDs: []string{"a", "b"}}})
+	o.push(result("other"))
+	expectEvents(t, o, "result x", "result other")
+	o.push(result("b"))
+	o.push(result("a"))
+	expectEvents(t, o, "abort ack", "result b", "result a")
+
+	o = newOutbox(5 * time.Millisecond)
+	o.push(&Event{AbortAck: &AbortAck{ToolUseIDs: []string{"slow"}}})
+	expectEvents(t, o, "abort ack") // after its hold
 }
 
 // A held event goes out on its own once the hold ends, and at once when the
