@@ -612,16 +612,6 @@ func TestSpawnerFileTableStaysSmall(t *testing.T) {
 			if out, code := run(t, r, "echo out; echo err >&2; ls /proc/self/fd"); out != "out\nerr\n0\n1\n2\n3\n" || code != 0 {
 				t.Fatalf("got %q exit %d, want the two lines and descriptors 0-3 (3: ls's directory)", out, code)
 			}
-			// Stdin and per-call limits (the exec stop) take the same way.
-			p, err := r.Start(context.Background(), sandbox.Cmd{Args: []string{"cat"}, Stdin: strings.NewReader("in")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, _ := io.ReadAll(p.Output())
-			p.Output().Close()
-			if code, _ := p.Wait(); code != 0 || string(out) != "in" {
-				t.Fatalf("cat: got %q exit %d", out, code)
-			}
 			ents, err := sandbox.SpawnerFiles(r)
 			if err != nil {
 				t.Fatal(err)
