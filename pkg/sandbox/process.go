@@ -35,10 +35,12 @@ type Process struct {
 	// atLimit: the call was killed because it reached the session's
 	// process limit; hit: the limits it ran into, known once done.
 	atLimit atomic.Bool
-	hit     limitHits
-	done    chan struct{}
-	code    int
-	err     error
+	// watching is closed when watchProcesses returns; nil without it.
+	watching chan struct{}
+	hit      limitHits
+	done     chan struct{}
+	code     int
+	err      error
 }
 
 // Pid returns the process id of the first process.
@@ -123,7 +125,11 @@ func (p *Process) waitLoop() {
 	p.closeStdin()
 	close(p.done)
 	// Tidying up after the call is not the caller's wait; the runner's
-	// Close still waits for it.
+	// Close still waits for it. The directory's files are read by the
+	// watcher until it has seen done.
+	if p.watching != nil {
+		<-p.watching
+	}
 	if p.cg != nil {
 		p.r.cg.recycle(p.cg)
 	}
@@ -142,6 +148,7 @@ const (
 // most cases, and a fork bomb never stops trying. (cgroup v1 gives no
 // notice of the event, so the counter is read.)
 func (p *Process) watchProcesses() {
+	defer close(p.watching)
 	d := processLimitPollFirst
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -434,10 +434,11 @@ func (r *Runner) Start(ctx context.Context, c Cmd) (*Process, error) {
 	r.procs[p] = struct{}{}
 	closed := r.closed
 	r.mu.Unlock()
-	go p.waitLoop()
 	if p.cg != nil && r.cg.bound.Processes > 0 {
+		p.watching = make(chan struct{})
 		go p.watchProcesses()
 	}
+	go p.waitLoop()
 	if closed {
 		p.Abort()
 	}
