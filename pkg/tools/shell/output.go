@@ -55,6 +55,11 @@ type capture struct {
 	total    uint64
 	lines    uint64
 	sent     uint64        // output bytes handed to progress (sent or dropped)
+	// unsent, when not nil, holds a copy of the output bytes not yet
+	// handed to progress, all of them (those from sent to total) and at
+	// most progressChunk: progress takes them from memory rather than
+	// reading back from the file what was just written to it.
+	unsent []byte
 	full     chan struct{} // signalled when flushPending bytes are unsent
 	// sink, once set, takes all output from then on, and nothing else
 	// keeps it: the command went on in the background (handOff).
@@ -124,6 +129,7 @@ func (c *capture) write(b []byte) {
 			// The ring restarts: the bytes written so far are lost to it.
 			c.tailFile, c.tail, c.tailPos = false, c.tail[:0], 0
 		}
+		c.keepUnsentLocked(b)
 	}
 	c.total += uint64(len(b))
 	c.lines += uint64(bytes.Count(b, []byte{'\n'}))
@@ -178,6 +184,7 @@ func (c *capture) handOff(f *os.File) {
 		}
 	}
 	c.sink = f
+	c.unsent = nil
 }
 
 // spillLocked creates the output file and writes the head to it, which at
@@ -221,6 +228,24 @@ func (c *capture) closeFile() {
 	}
 }
 
+// keepUnsentLocked adds b, just written to the file, to the unsent bytes
+// kept in memory, as long as they all fit there; else progress reads them
+// back from the file.
+func (c *capture) keepUnsentLocked(b []byte) {
+	switch {
+	case c.fileErr != nil:
+		c.unsent = nil
+	case c.unsent == nil && c.total == c.sent && c.total >= uint64(c.headCap) && len(b) <= progressChunk:
+		// (Below headCap part of b goes to the head, which progress reads
+		// first.)
+		c.unsent = append(make([]byte, 0, progressChunk), b...)
+	case c.unsent != nil && len(c.unsent)+len(b) <= progressChunk:
+		c.unsent = append(c.unsent, b...)
+	default:
+		c.unsent = nil
+	}
+}
+
 // next returns up to limit output bytes not yet handed to progress, how
 // many it had to skip (the output file could not be written or read), and
 // the totals. It copies: the bytes are the caller's.
@@ -239,6 +264,13 @@ func (c *capture) next(limit int) (out []byte, dropped, lines, total uint64) {
 		c.mu.Unlock()
 		return out, 0, lines, total
 	}
+	if len(c.unsent) > 0 && len(c.unsent) <= limit {
+		out, c.unsent = c.unsent, nil
+		c.sent = total
+		c.mu.Unlock()
+		return out, 0, lines, total
+	}
+	c.unsent = nil // the rest comes from the file
 	f, ferr := c.file, c.fileErr
 	if f == nil || ferr != nil {
 		c.sent = total
@@ -263,6 +295,7 @@ func (c *capture) skipUnsent() uint64 {
 	defer c.mu.Unlock()
 	n := c.total - c.sent
 	c.sent = c.total
+	c.unsent = nil
 	return n
 }
 
