@@ -715,3 +715,30 @@ func TestCallDirectoriesOfABurstAreKept(t *testing.T) {
 	sandbox.EndBurst(r)
 	sparesAfter(2)
 }
+
+// A call killed while its process-limit watcher runs: the call's counter
+// files are closed only once the watcher has stopped reading them (the
+// race detector checks it).
+func TestAbortWhileWatchingProcesses(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("call cgroups need root")
+	}
+	r := newRunner(t, sandbox.Config{Session: sandbox.SessionBounds{Processes: 64}})
+	if r.Bounds().Processes != 64 {
+		t.Fatalf("session bounds %+v, want a process bound as root", r.Bounds())
+	}
+	for range 3 {
+		p, err := r.Start(context.Background(), sandbox.Cmd{Args: []string{"sleep", "5"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(120 * time.Millisecond) // past the watcher's first read
+		p.Abort()
+		io.Copy(io.Discard, p.Output())
+		p.Output().Close()
+		if code, _ := p.Wait(); code != 137 {
+			t.Fatalf("exit %d, want 137", code)
+		}
+	}
+	r.Close() // waits for the calls' directories to be taken back
+}
