@@ -54,13 +54,13 @@ type capture struct {
 	tailFile bool // the file holds the tail: the ring is not kept
 	total    uint64
 	lines    uint64
-	sent     uint64        // output bytes handed to progress (sent or dropped)
+	sent     uint64 // output bytes handed to progress (sent or dropped)
 	// unsent, when not nil, holds a copy of the output bytes not yet
 	// handed to progress, all of them (those from sent to total) and at
 	// most progressChunk: progress takes them from memory rather than
 	// reading back from the file what was just written to it.
 	unsent []byte
-	full     chan struct{} // signalled when flushPending bytes are unsent
+	full   chan struct{} // signalled when flushPending bytes are unsent
 	// sink, once set, takes all output from then on, and nothing else
 	// keeps it: the command went on in the background (handOff).
 	sink *os.File
