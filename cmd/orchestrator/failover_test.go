@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +22,6 @@ import (
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator/pgstore/pgtest"
 	"github.com/toolwire/toolwire/pkg/rpcerr"
-	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 )
 
@@ -40,12 +38,7 @@ type replica struct {
 // with dsn empty, on transcript files instead.
 func startReplica(t testing.TB, fake *fakeapi.Server, dsn, name, executor string) *replica {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	args := []string{"serve", "--listen", addr, "--insecure", "--replica", name, "--lease-ttl", "2s",
 		"--executor", executor, "--executor-insecure", "--log-format", "json", "--log-level", "warn"}
 	if dsn == "" {
@@ -55,27 +48,7 @@ func startReplica(t testing.TB, fake *fakeapi.Server, dsn, name, executor string
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "ANTHROPIC_API_KEY=k",
 		"ANTHROPIC_BASE_URL=" + fake.URL, "TOOLWIRE_STORE=" + dsn}
 	r := &replica{name: name, addr: addr, cmd: cmd, logs: &bytes.Buffer{}}
-	cmd.Stderr = r.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("replica %s logs:\n%s", name, r.logs.String())
-		}
-	})
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := rpcserver.WaitServing(ctx, conn, "toolwire.orchestrator.v1.OrchestratorService"); err != nil {
-		t.Fatalf("replica %s not serving: %v\n%s", name, err, r.logs.String())
-	}
+	startServing(t, cmd, addr, "replica "+name, "toolwire.orchestrator.v1.OrchestratorService", r.logs)
 	return r
 }
 

@@ -72,15 +72,30 @@ func startToolsvc(t testing.TB, root string) string {
 // startToolsvcProcess is startToolsvc that also returns the process.
 func startToolsvcProcess(t testing.TB, root string, extra ...string) (string, *os.Process) {
 	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(toolsvcBin, append([]string{"serve", "--listen", addr, "--insecure", "--root", root, "--log-format", "text"}, extra...)...)
+	startServing(t, cmd, addr, "toolsvc", "toolwire.executor.v1.ExecutorService", &bytes.Buffer{})
+	return addr, cmd.Process
+}
+
+// freeAddr returns a loopback address that nothing listened on a moment
+// ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(toolsvcBin, append([]string{"serve", "--listen", addr, "--insecure", "--root", root, "--log-format", "text"}, extra...)...)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startServing starts cmd, a server at addr whose stderr goes to logs,
+// stops it with SIGTERM when t ends (showing its logs, named name, if t
+// failed), and waits until its gRPC health reports service serving.
+func startServing(t testing.TB, cmd *exec.Cmd, addr, name, service string, logs *bytes.Buffer) {
+	t.Helper()
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +103,7 @@ func startToolsvcProcess(t testing.TB, root string, extra ...string) (string, *o
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 		if t.Failed() {
-			t.Logf("toolsvc logs:\n%s", logs.String())
+			t.Logf("%s logs:\n%s", name, logs.String())
 		}
 	})
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -98,10 +113,9 @@ func startToolsvcProcess(t testing.TB, root string, extra ...string) (string, *o
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := rpcserver.WaitServing(ctx, conn, "toolwire.executor.v1.ExecutorService"); err != nil {
-		t.Fatalf("toolsvc at %s not serving: %v", addr, err)
+	if err := rpcserver.WaitServing(ctx, conn, service); err != nil {
+		t.Fatalf("%s at %s not serving: %v\n%s", name, addr, err, logs.String())
 	}
-	return addr, cmd.Process
 }
 
 type result struct {
@@ -301,12 +315,7 @@ func TestHeadlessTextAndDisallowedTools(t *testing.T) {
 // error.
 func startServe(t *testing.T, fake *fakeapi.Server, args ...string) (string, func() error) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	cmd := exec.Command(orchestratorBin, append([]string{"serve", "--listen", addr, "--insecure"}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL=" + fake.URL}
 	var logs bytes.Buffer

@@ -448,29 +448,7 @@ func (a *subagent) request(ctx context.Context, msgs []model.Message) (*model.Re
 // one.
 func (a *subagent) collect(ctx context.Context, cs *callSet) []model.Block {
 	s := a.s
-	var err error
-	for {
-		err = cs.waitAll(ctx, a.link.Broken())
-		if !errors.Is(err, errLinkLost) {
-			break
-		}
-		if rerr := a.link.Resume(ctx, s.o.cfg.ResumeWindow); rerr != nil {
-			if ctx.Err() != nil {
-				err = context.Cause(ctx)
-			} else {
-				err = fmt.Errorf("%w: %w", errLinkLost, rerr)
-			}
-			break
-		}
-		for _, c := range cs.unfinished() {
-			if isLocal(c.use.Name) {
-				continue
-			}
-			if serr := a.link.Submit(c.ctx(), c.use); serr != nil {
-				break
-			}
-		}
-	}
+	err := cs.waitResuming(ctx, a.link, s.o.cfg.ResumeWindow)
 	text := ""
 	switch {
 	case err == nil:

@@ -9,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
@@ -37,16 +34,7 @@ func subagentReply(main, sub fakeapi.Responder) fakeapi.Responder {
 // and its execute_tool spans, whose run_tool spans the executor makes.
 // Not parallel: it installs the global tracer provider.
 func TestAgentTrace(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
-	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	t.Cleanup(func() {
-		otel.SetTracerProvider(prevTP)
-		otel.SetTextMapPropagator(prevProp)
-		_ = tp.Shutdown(context.Background())
-	})
+	rec := recordSpans(t)
 
 	h := newHarness(t)
 	a := h.write("a.txt", "alpha\n")

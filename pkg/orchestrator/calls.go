@@ -3,7 +3,9 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -156,3 +158,33 @@ func (c *callSet) waitAll(ctx context.Context, broken <-chan struct{}) error {
 }
 
 var errLinkLost = errors.New("executor stream lost")
+
+// waitResuming waits until every call has its result, resuming l when its
+// stream breaks: the executor kept running the calls, so it reattaches
+// within window, takes the events missed meanwhile, and sends again the
+// calls still without a result (their copies that did arrive run once).
+// Calls the orchestrator runs itself are not sent. It returns nil, ctx's
+// cause, or an error wrapping errLinkLost when the session could not be
+// resumed.
+func (c *callSet) waitResuming(ctx context.Context, l execapi.Link, window time.Duration) error {
+	for {
+		err := c.waitAll(ctx, l.Broken())
+		if !errors.Is(err, errLinkLost) {
+			return err
+		}
+		if rerr := l.Resume(ctx, window); rerr != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return fmt.Errorf("%w: %w", errLinkLost, rerr)
+		}
+		for _, uc := range c.unfinished() {
+			if isLocal(uc.use.Name) {
+				continue // the orchestrator runs it
+			}
+			if serr := l.Submit(uc.ctx(), uc.use); serr != nil {
+				break // the stream broke again: the loop resumes it
+			}
+		}
+	}
+}

@@ -37,15 +37,10 @@ type RewindResult struct {
 // stays restored. A session running a turn is refused with ErrBusy.
 func (s *Session) Rewind(ctx context.Context, toolUseID string) (*RewindResult, error) {
 	s.mu.Lock()
-	switch {
-	case s.closed:
+	if err := s.claimLocked(); err != nil {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
-	case s.busy:
-		s.mu.Unlock()
-		return nil, fmt.Errorf("session %s: %w", s.id, ErrBusy)
+		return nil, err
 	}
-	s.busy = true
 	cut, ids := rewindPoint(s.messages, toolUseID)
 	s.mu.Unlock()
 	defer func() {

@@ -296,6 +296,19 @@ func (s *Session) Start(text string) error {
 	return nil
 }
 
+// claimLocked marks the session busy, or says why it cannot be: closed
+// (ErrClosed) or busy already (ErrBusy).
+func (s *Session) claimLocked() error {
+	switch {
+	case s.closed:
+		return fmt.Errorf("session %s: %w", s.id, ErrClosed)
+	case s.busy:
+		return fmt.Errorf("session %s: %w", s.id, ErrBusy)
+	}
+	s.busy = true
+	return nil
+}
+
 // begin marks the session busy and returns the turn's context. The caller
 // must call s.turns.Done when the turn is over. With a shared store the
 // turn runs under the session's lease: taken here (ErrBusy, a *LeaseError,
@@ -303,15 +316,10 @@ func (s *Session) Start(text string) error {
 // already by the sweep.
 func (s *Session) begin(ctx context.Context, takenOver bool) (context.Context, error) {
 	s.mu.Lock()
-	switch {
-	case s.closed:
+	if err := s.claimLocked(); err != nil {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
-	case s.busy:
-		s.mu.Unlock()
-		return nil, fmt.Errorf("session %s: %w", s.id, ErrBusy)
+		return nil, err
 	}
-	s.busy = true
 	s.turns.Add(1)
 	s.mu.Unlock()
 	if s.shared {

@@ -20,16 +20,7 @@ import (
 // the executor, whose run_tool span is the execute_tool span's child.
 // Not parallel: it installs the global tracer provider.
 func TestTurnTrace(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
-	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	t.Cleanup(func() {
-		otel.SetTracerProvider(prevTP)
-		otel.SetTextMapPropagator(prevProp)
-		_ = tp.Shutdown(context.Background())
-	})
+	rec := recordSpans(t)
 
 	h := newHarness(t)
 	a := h.write("a.txt", "alpha\n")
@@ -120,4 +111,22 @@ func names(spans []sdktrace.ReadOnlySpan) []string {
 		out = append(out, sp.Name())
 	}
 	return out
+}
+
+// recordSpans installs, until the end of t, a global tracer provider that
+// records every span, and the W3C propagator; tests that use it cannot run
+// in parallel.
+func recordSpans(t *testing.T) *tracetest.SpanRecorder {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() {
+		otel.SetTracerProvider(prevTP)
+		otel.SetTextMapPropagator(prevProp)
+		_ = tp.Shutdown(context.Background())
+	})
+	return rec
 }

@@ -304,32 +304,7 @@ func (s *Session) collect(ctx context.Context, l execapi.Link, cs *callSet) (blo
 		}
 		s.mu.Unlock()
 	}()
-	var err error
-	for {
-		err = cs.waitAll(ctx, l.Broken())
-		if !errors.Is(err, errLinkLost) {
-			break
-		}
-		// The executor kept running the calls: reattach, take the events
-		// missed meanwhile, and send again the calls still without a
-		// result (their copies that did arrive run once).
-		if rerr := l.Resume(ctx, s.o.cfg.ResumeWindow); rerr != nil {
-			if ctx.Err() != nil {
-				err = context.Cause(ctx)
-			} else {
-				err = fmt.Errorf("%w: %w", errLinkLost, rerr)
-			}
-			break
-		}
-		for _, c := range cs.unfinished() {
-			if isLocal(c.use.Name) {
-				continue // the orchestrator runs it
-			}
-			if serr := l.Submit(c.ctx(), c.use); serr != nil {
-				break // the stream broke again: the loop resumes it
-			}
-		}
-	}
+	err := cs.waitResuming(ctx, l, s.o.cfg.ResumeWindow)
 	text := ""
 	switch {
 	case err == nil:

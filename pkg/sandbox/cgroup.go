@@ -144,7 +144,7 @@ var cgroupsDisabled atomic.Bool
 // not errors, because the caller degrades to process groups and rlimits.
 func newRunnerCgroups(limits Limits, session SessionBounds) (*runnerCgroups, []string) {
 	m := findCgroups()
-	rc := &runnerCgroups{name: fmt.Sprintf("toolwire-%d-%d", os.Getpid(), runnerSeq.Add(1))}
+	rc := &runnerCgroups{name: fmt.Sprintf("toolwire-%d-%d", os.Getpid(), runnerSeq.Add(1)), spareCap: maxSpareCalls}
 	var notes []string
 	mk := func(own, kind, what string) string {
 		if own == "" {
@@ -300,7 +300,7 @@ type callCgroup struct {
 func (rc *runnerCgroups) newCall(limits Limits) (*callCgroup, error) {
 	rc.spareMu.Lock()
 	rc.inUse++
-	rc.spareCap = max(rc.spareCap, maxSpareCalls, min(rc.inUse, maxBurstSpares))
+	rc.spareCap = max(rc.spareCap, min(rc.inUse, maxBurstSpares))
 	if n := len(rc.spares); n > 0 {
 		cc := rc.spares[n-1]
 		rc.spares = rc.spares[:n-1]
@@ -361,7 +361,7 @@ func (rc *runnerCgroups) discard(cc *callCgroup) {
 // keepLocked adds cc to the spares if it may be used again and there is
 // room; it returns cc when it did not.
 func (rc *runnerCgroups) keepLocked(cc *callCgroup) *callCgroup {
-	if !rc.closed && len(rc.spares) < max(rc.spareCap, maxSpareCalls) && !cc.killed.Load() && cc.empty() && cc.hits() == (limitHits{}) {
+	if !rc.closed && len(rc.spares) < rc.spareCap && !cc.killed.Load() && cc.empty() && cc.hits() == (limitHits{}) {
 		rc.spares = append(rc.spares, cc)
 		return nil
 	}
@@ -586,16 +586,19 @@ func (cc *callCgroup) waitEmpty() {
 }
 
 func (cc *callCgroup) empty() bool {
+	if cc.unified == "" && len(cc.v1) == 0 {
+		return true
+	}
 	var buf [512]byte
-	if cc.unified != "" {
-		b, err := readCounter(cc.populatedFD, buf[:])
-		return err != nil || bytes.Contains(b, []byte("populated 0"))
+	b, err := readCounter(cc.populatedFD, buf[:])
+	switch {
+	case err != nil:
+		return true
+	case cc.unified != "":
+		return bytes.Contains(b, []byte("populated 0"))
+	default:
+		return len(bytes.TrimSpace(b)) == 0
 	}
-	if len(cc.v1) > 0 {
-		b, err := readCounter(cc.populatedFD, buf[:])
-		return err != nil || len(bytes.TrimSpace(b)) == 0
-	}
-	return true
 }
 
 // remove closes the call's file descriptors and deletes its directories.

@@ -87,6 +87,12 @@ type spawnReq struct {
 	done     chan struct{}
 }
 
+// fds lists the request's descriptors: its files, then the cgroup
+// directory, then the v1 cgroup.procs files.
+func (r *spawnReq) fds() []int {
+	return append(append(slices.Clone(r.files), r.cgroupFD), r.v1Procs...)
+}
+
 type rlimit struct {
 	resource int
 	value    uint64
@@ -185,14 +191,14 @@ var runtimeFDs = sync.OnceValue(func() []int {
 // keep's number in the thread's table is returned: a low one, since fork
 // copies the table up to its highest open descriptor.
 func privateFiles(keep int) (local int, private bool, err error) {
-	fds := append(slices.Clone(runtimeFDs()), keep)
-	slices.Sort(fds)
 	if sharedFilesOnly.Load() {
 		return keep, false, nil
 	}
 	if err := unix.Unshare(unix.CLONE_FILES); err != nil {
 		return keep, false, nil
 	}
+	fds := append(slices.Clone(runtimeFDs()), keep)
+	slices.Sort(fds)
 	from := 3
 	for _, fd := range append(fds, math.MaxInt32) {
 		if fd > from {
@@ -368,9 +374,7 @@ func loopbackUp() error {
 // directories and gets its rlimits before it runs anything, then it is let
 // go.
 func (s *spawner) spawnOne(r *spawnReq) (int, error) {
-	// The request's descriptors: files, then the cgroup directory, then
-	// the v1 cgroup.procs files.
-	fds := append(append(slices.Clone(r.files), r.cgroupFD), r.v1Procs...)
+	fds := r.fds()
 	if s.private {
 		local, err := s.receiveFDs(fds)
 		if err != nil {
@@ -403,24 +407,12 @@ func (s *spawner) spawnOne(r *spawnReq) (int, error) {
 	}
 	fail := func(err error) (int, error) {
 		unix.Kill(pid, unix.SIGKILL)
-		var ws unix.WaitStatus
-		for {
-			if _, err := unix.Wait4(pid, &ws, unix.WALL, nil); !errors.Is(err, unix.EINTR) {
-				break
-			}
-		}
+		waitChild(pid)
 		return 0, err
 	}
-	var ws unix.WaitStatus
-	for {
-		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return fail(fmt.Errorf("sandbox: wait for exec stop: %w", err))
-		}
-		break
+	ws, err := waitChild(pid)
+	if err != nil {
+		return fail(fmt.Errorf("sandbox: wait for exec stop: %w", err))
 	}
 	if !ws.Stopped() {
 		return 0, fmt.Errorf("sandbox: child ended before exec stop (status %v)", ws)
@@ -446,12 +438,20 @@ func (s *spawner) spawnOne(r *spawnReq) (int, error) {
 	return pid, nil
 }
 
+// waitChild waits for the child pid to stop or end.
+func waitChild(pid int) (unix.WaitStatus, error) {
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return ws, err
+		}
+	}
+}
+
 // start hands r to the spawner thread and waits for the result.
 func (s *spawner) start(r *spawnReq) (*os.Process, error) {
 	r.done = make(chan struct{})
-	if !r.sys.UseCgroupFD {
-		r.cgroupFD = -1
-	}
 	s.sendMu.Lock()
 	select {
 	case <-s.done:
@@ -460,7 +460,7 @@ func (s *spawner) start(r *spawnReq) (*os.Process, error) {
 	default:
 	}
 	if s.private {
-		if err := s.passFDs(append(append(slices.Clone(r.files), r.cgroupFD), r.v1Procs...)); err != nil {
+		if err := s.passFDs(r.fds()); err != nil {
 			s.sendMu.Unlock()
 			return nil, err
 		}
@@ -476,8 +476,8 @@ func (s *spawner) start(r *spawnReq) (*os.Process, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	// On this thread, so that the process's pidfd lands in the service's
-	// table. The child is not waited for before its Process is made: its
+	// Here, not on the spawner thread, so that the process's pidfd lands
+	// in the service's table. The child is not waited for before its Process is made: its
 	// pid cannot be reused before.
 	return os.FindProcess(r.pid)
 }

@@ -61,16 +61,9 @@ func (w *Workspace) openDirect(p Path) (f *os.File, fi fs.FileInfo, ok bool, err
 		// may pass through a link (the open below then refuses, and the
 		// walk decides), and a file swapped in between is caught by the
 		// check after the open, as on the walk.
-		var st unix.Stat_t
-		if unix.Fstatat(int(dirfd), p.Rel, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-			return
-		}
-		if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
-			return
-		}
-		fd, _ = unix.Openat2(int(dirfd), p.Rel, &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY,
-			Resolve: directResolve,
+		fd = openBeneath(int(dirfd), p.Rel, func(st *unix.Stat_t) bool {
+			t := st.Mode & unix.S_IFMT
+			return t == unix.S_IFREG || t == unix.S_IFDIR
 		})
 	})
 	if cerr != nil || fd < 0 {
@@ -92,6 +85,25 @@ func (w *Workspace) openDirect(p Path) (f *os.File, fi fs.FileInfo, ok bool, err
 	return f, fi, true, nil
 }
 
+// openBeneath opens rel beneath dirfd for reading in one openat2 that
+// refuses links, after a look (fstatat, not following links) that want
+// must accept, so that a device is never opened; -1 when the look fails,
+// want refuses or the open fails.
+func openBeneath(dirfd int, rel string, want func(*unix.Stat_t) bool) int {
+	var st unix.Stat_t
+	if unix.Fstatat(dirfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !want(&st) {
+		return -1
+	}
+	fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY,
+		Resolve: directResolve,
+	})
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
 // ReadSmall reads the regular file at p whole, when it holds at most limit
 // bytes, with Open's checks, in the fewest system calls: fstatat, openat2,
 // fstat, one read and close. It makes no os.File, whose creation costs two
@@ -109,14 +121,8 @@ func (w *Workspace) ReadSmall(p Path, limit int64) (data []byte, fi fs.FileInfo,
 	}
 	fd := -1
 	cerr := r.dirConn.Control(func(dirfd uintptr) {
-		var st unix.Stat_t
-		if unix.Fstatat(int(dirfd), p.Rel, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
-			st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > limit {
-			return
-		}
-		fd, _ = unix.Openat2(int(dirfd), p.Rel, &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY,
-			Resolve: directResolve,
+		fd = openBeneath(int(dirfd), p.Rel, func(st *unix.Stat_t) bool {
+			return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size <= limit
 		})
 	})
 	if cerr != nil || fd < 0 {
