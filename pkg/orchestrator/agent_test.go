@@ -2,8 +2,6 @@ package orchestrator_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -138,9 +136,9 @@ func TestAgentInterruptStopsSubagents(t *testing.T) {
 	if res.StopReason != orchestrator.StopInterrupted {
 		t.Fatalf("turn = %+v", res)
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(pidsOf(tag)) > 0; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); len(processesWith(tag)) > 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the subagents' commands outlived the interrupt: %v", pidsOf(tag))
+			t.Fatalf("the subagents' commands outlived the interrupt: %v", processesWith(tag))
 		}
 	}
 	msgs := s.Messages()
@@ -215,23 +213,4 @@ func TestLocalToolsFollowToolLists(t *testing.T) {
 	if len(s.Tasks()) != 0 {
 		t.Errorf("a refused TaskCreate made a task: %+v", s.Tasks())
 	}
-}
-
-// pidsOf returns the pids of processes with arg among their arguments.
-func pidsOf(arg string) []string {
-	entries, _ := os.ReadDir("/proc")
-	var pids []string
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		for _, a := range strings.Split(string(cmdline), "\x00") {
-			if a == arg {
-				pids = append(pids, e.Name())
-				break
-			}
-		}
-	}
-	return pids
 }
