@@ -11,8 +11,9 @@ cd "$TOOLWIRE_ROOT"
 # the Python stubs, python3-grpcio/python3-protobuf run the Python example,
 # ripgrep backs the Grep tool, iproute2 gives `ip` to the network tests,
 # postgresql gives the orchestrator's store tests a real database (they start
-# a throwaway cluster of their own with its binaries).
-TOOLWIRE_APT_TEST_PACKAGES=(ripgrep protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf iproute2 debootstrap postgresql)
+# a throwaway cluster of their own with its binaries), btrfs-progs makes the
+# btrfs file systems on which the workspace quota tests run.
+TOOLWIRE_APT_TEST_PACKAGES=(ripgrep protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf iproute2 debootstrap postgresql btrfs-progs)
 
 # The protoc release gen/python was generated with. Another release writes
 # different Python code, so the gen check names it when they differ.

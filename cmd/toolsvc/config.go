@@ -101,6 +101,7 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		sessMemory    = sizeFlag(fs, "session-memory", sandbox.DefaultSessionMemory, "memory each session's processes may use together, e.g. 2G or 512M; past it the kernel ends one of them and the call's result says so (0: no bound of its own)")
 		tempQuota     = sizeFlag(fs, "session-temp-quota", defaultTempQuota, "size of each session's temp directory (TMPDIR and HOME of its processes), a file system of its own when toolsvc runs as root: writes past it fail with ENOSPC (0: none, the temp directory shares toolsvc's disk)")
 		outputQuota   = sizeFlag(fs, "session-output-quota", defaultOutputQuota, "bytes of saved outputs (whole outputs of shortened results, background commands' output) each session may leave over its life; past it an output is not saved, and a background command's output stops and the command is killed (0: unlimited)")
+		wsQuota       = sizeFlag(fs, "session-workspace-quota", defaultWorkspaceQuota, "disk quota of each workspace toolsvc makes (--session-dirs, or a new directory a client names under --root): writes past it fail with EDQUOT. It needs root and --root on btrfs with quotas enabled (btrfs quota enable DIR); elsewhere workspaces get none and toolsvc logs it, unless this flag is given, when toolsvc refuses to start (0: none)")
 		maxSessions   = fs.Int("max-sessions", defaultMaxSessions, "most sessions the executor holds at once; further opens get RESOURCE_EXHAUSTED (0: no limit). It sizes toolsvc's reserve of tasks and memory, the session id pool and the open-file limit")
 		maxPerClient  = fs.Int("max-sessions-per-client", 0, "most sessions one client may hold at once (client certificate subject with mutual TLS, else the peer's IP address; all unix-socket clients are one); further opens get RESOURCE_EXHAUSTED (0: no limit)")
 		traceContent  = fs.Bool("trace-content", envBool(executor.TraceContentEnv), "record tool inputs and results (cut to 8 KiB) on the run_tool spans; they may hold secrets (env "+executor.TraceContentEnv+")")
@@ -204,9 +205,12 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 			MaxSessionsPerClient: *maxPerClient,
 			TempQuota:            *tempQuota,
 			OutputQuota:          *outputQuota,
-			Retention:            *retention,
-			PermissionTimeout:    *permTimeout,
-			Version:              version,
+			WorkspaceQuota:       *wsQuota,
+			// Given, it must hold; by default, it holds where it can.
+			RequireWorkspaceQuota: isSet(fs, "session-workspace-quota"),
+			Retention:             *retention,
+			PermissionTimeout:     *permTimeout,
+			Version:               version,
 			Sandbox: sandbox.Config{
 				Backend:   *backend,
 				Network:   *network,
@@ -261,6 +265,9 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 			if !isSet(fs, "session-output-quota") {
 				cfg.OutputQuota = 0
 			}
+			if !isSet(fs, "session-workspace-quota") {
+				cfg.WorkspaceQuota = 0
+			}
 		}
 		return cfg, nil
 	}
@@ -273,6 +280,9 @@ const (
 	defaultMaxSessions = 1000
 	defaultTempQuota   = 512 << 20
 	defaultOutputQuota = 256 << 20
+	// A workspace is disk, not memory: room for a project, its
+	// dependencies and its build.
+	defaultWorkspaceQuota = 2 << 30
 )
 
 // byteSize is a flag of a size in bytes that takes units (2G, 512M).

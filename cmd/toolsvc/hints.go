@@ -21,10 +21,12 @@ func setupHints(inProcess bool) execsvc.Hints {
 		sandbox.SettingSessionWorkspace: "let toolsvc make each session's workspace (pass --session-dirs, or have the client name a new workspace under --root), " +
 			"give the directory to a user other than root and make the directories above it searchable (chmod o+x), " +
 			"or pass --session-uids off and --run-as a user who may write it",
-		sandbox.SettingPaths:         "name only existing directories in --sandbox-read",
-		execsvc.SettingExtraRoots:    "name only existing directories in --ro and --rw",
-		sandbox.SettingLimits:        "ask for less with --limit-cpu, --limit-file-size or --limit-open-files, or raise the hard limits toolsvc runs with (ulimit -H)",
-		execsvc.SettingRoot:          "pass --root an existing directory",
+		sandbox.SettingPaths:      "name only existing directories in --sandbox-read",
+		execsvc.SettingExtraRoots: "name only existing directories in --ro and --rw",
+		sandbox.SettingLimits:     "ask for less with --limit-cpu, --limit-file-size or --limit-open-files, or raise the hard limits toolsvc runs with (ulimit -H)",
+		execsvc.SettingRoot:       "pass --root an existing directory",
+		execsvc.SettingWorkspaceQuota: "run toolsvc as root with --root on a btrfs file system with quotas enabled (btrfs quota enable DIR), " +
+			"or pass --session-workspace-quota 0 to make workspaces without one (bound --root from outside then)",
 		sandbox.SettingSessionBounds: "allow fewer sessions with --max-sessions, or give toolsvc's cgroup (its container) more tasks or memory",
 	}
 	if inProcess {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -148,4 +149,86 @@ func TestServeDiskQuotas(t *testing.T) {
 	if lost := freeBefore - freeBytes(t, fs); lost > 3*8<<20+1<<20 {
 		t.Errorf("the file system lost %d bytes, more than the sessions' saved-output quotas", lost)
 	}
+}
+
+// TestServeWorkspaceQuota runs toolsvc serve as root with --root on a
+// btrfs file system with quotas that the test makes, and fills a session's
+// workspace with one big file, many small ones and a Write: each stops at
+// the quota with a result that names it, a subvolume (which the quota
+// would not cover) cannot be made, the Hello says the workspace has a
+// quota, a session opened again under the same id finds its files and its
+// quota, and the file system loses no more than the quota.
+func TestServeWorkspaceQuota(t *testing.T) {
+	fs := sandboxtest.Btrfs(t, 512<<20, true)
+	root := filepath.Join(fs, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	freeBefore := freeBytes(t, fs)
+	addr, _ := startServe(t, root, "--session-dirs", "--session-workspace-quota", "16M")
+
+	call := func(session string, blocks ...string) []toolResult {
+		t.Helper()
+		msg := `{"id":"m","content":[` + strings.Join(blocks, ",") + "]}"
+		rs := runCall(t, msg, "--insecure", "--addr", addr, "--session", session, "--require-sandbox", "workspace_quota")
+		if len(rs) != len(blocks) {
+			t.Fatalf("%d results for %d calls: %+v", len(rs), len(blocks), rs)
+		}
+		return rs
+	}
+	bash := func(id, command string) string {
+		return fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"Bash","input":{"command":%q}}`, id, command)
+	}
+	check := func(r toolResult, isError bool, wants ...string) {
+		t.Helper()
+		text, _ := r.Content.(string)
+		if (r.IsError != nil && *r.IsError) != isError {
+			t.Errorf("%s: is_error %v, want %v; content %q", r.ToolUseID, deref(r.IsError), isError, text)
+		}
+		for _, w := range wants {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: content %q, want it to say %q", r.ToolUseID, text, w)
+			}
+		}
+	}
+	full := "is full: its disk quota is 16 MiB"
+
+	check(call("big", bash("filler", `dd if=/dev/zero of=fill bs=1M count=64 2>&1 | tail -1; exit ${PIPESTATUS[0]}`))[0],
+		true, "Disk quota exceeded", full)
+	check(call("small", bash("files", `for i in $(seq 20000); do head -c 3000 /dev/zero > f$i || exit 1; done`))[0],
+		true, "Disk quota exceeded", full)
+	check(call("write", bash("prefill", `head -c 15M /dev/zero > fill`),
+		fmt.Sprintf(`{"type":"tool_use","id":"write","name":"Write","input":{"file_path":"more.txt","content":%q}}`, strings.Repeat("w", 4<<20)))[1],
+		true, "disk quota exceeded: the session's workspace quota (16 MiB) was reached")
+	check(call("subvolume", bash("sub", `btrfs subvolume create sub`))[0], true, "Operation not permitted")
+
+	// The same session id again: its workspace, its files and its quota.
+	check(call("big", bash("again", `ls -l fill | awk '{print $5}'; rm fill && head -c 8M /dev/zero > a && head -c 12M /dev/zero > b`))[0],
+		true, "Disk quota exceeded", full)
+
+	// Every workspace holds at most its quota.
+	if lost := freeBefore - freeBytes(t, fs); lost > 5*16<<20+8<<20 {
+		t.Errorf("the file system lost %d bytes, more than five workspace quotas of 16 MiB", lost)
+	}
+}
+
+// TestWorkspaceQuotaFlagMustHold checks that toolsvc serve refuses to start
+// when --session-workspace-quota is given and --root cannot have quotas,
+// saying why and what fixes it, while the default quota does not stop it.
+func TestWorkspaceQuotaFlagMustHold(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the quota needs root")
+	}
+	root := testFS(t, "16m")
+	cmd := exec.Command(toolsvcBin, "serve", "--listen", "127.0.0.1:0", "--insecure", "--root", root, "--session-workspace-quota", "1G")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("toolsvc started with a workspace quota it cannot enforce:\n%s", out)
+	}
+	for _, want := range []string{"a workspace quota of 1 GiB cannot be enforced under " + root, "is not on btrfs", "--session-workspace-quota 0"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("toolsvc said:\n%s\nwant it to say %q", out, want)
+		}
+	}
+	_, _ = startServe(t, root, "--session-dirs")
 }

@@ -32,6 +32,7 @@ var protectionByName = map[string]executorv1.Protection{
 	"landlock_scope":    executorv1.Protection_PROTECTION_LANDLOCK_SCOPE,
 	"process_group":     executorv1.Protection_PROTECTION_PROCESS_GROUP,
 	"egress_allowlist":  executorv1.Protection_PROTECTION_EGRESS_ALLOWLIST,
+	"workspace_quota":   executorv1.Protection_PROTECTION_WORKSPACE_QUOTA,
 }
 
 func eventToProto(ev *execapi.Event) *executorv1.ExecuteResponse {

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolwire/toolwire/pkg/dirquota"
 	"github.com/toolwire/toolwire/pkg/egress"
 	"github.com/toolwire/toolwire/pkg/executor"
 	"github.com/toolwire/toolwire/pkg/sandbox"
@@ -97,6 +98,21 @@ type Config struct {
 	// saved, and a background command's output stops and the command is
 	// killed, each saying so.
 	OutputQuota int64
+	// WorkspaceQuota, when above 0, gives each workspace the executor
+	// makes (SessionDirs, or a new directory a client names under Root) a
+	// disk quota of that many bytes, where Root's file system can enforce
+	// one (btrfs with quotas enabled, see pkg/dirquota): writes past it
+	// fail with EDQUOT, and the result of a command that failed with the
+	// workspace full says so. Processes of such a session cannot make
+	// btrfs subvolumes, which the quota would not cover. Where Root
+	// cannot have quotas, the workspaces get none (and it is logged),
+	// unless RequireWorkspaceQuota makes New fail instead. A workspace
+	// the client names and that exists already is the client's own, and
+	// gets no quota.
+	WorkspaceQuota int64
+	// RequireWorkspaceQuota makes New fail when WorkspaceQuota cannot be
+	// enforced on Root.
+	RequireWorkspaceQuota bool
 	// OutputRetention is how long the outputs of a session that ended are
 	// kept in OutputRoot (checked as sessions open). Zero keeps them until
 	// whoever owns OutputRoot removes them: orchestrator -p points it at
@@ -157,6 +173,8 @@ const (
 	SettingRoot sandbox.Setting = "root"
 	// SettingExtraRoots is Config.ReadOnly and Config.ReadWrite.
 	SettingExtraRoots sandbox.Setting = "extra roots"
+	// SettingWorkspaceQuota is Config.WorkspaceQuota.
+	SettingWorkspaceQuota sandbox.Setting = "workspace quota"
 )
 
 // Hints say, for each setting, what fixes an error about it in the terms
@@ -264,6 +282,12 @@ func New(cfg Config) (*executor.Executor, error) {
 		}
 		cfg.TempQuota = 0
 	}
+	var quotas *dirquota.FS
+	if cfg.WorkspaceQuota > 0 {
+		if quotas, err = workspaceQuotas(cfg, root); err != nil {
+			return nil, explain(err)
+		}
+	}
 	var outputs *outputStore
 	if cfg.OutputRoot != "" {
 		if outputs, err = newOutputStore(cfg.OutputRoot, cfg.OutputRetention, cfg.Logger); err != nil {
@@ -272,7 +296,7 @@ func New(cfg Config) (*executor.Executor, error) {
 	}
 	return executor.New(executor.Config{
 		Tools:                Tools(),
-		NewEnv:               envFactory(cfg, res, users, outputs),
+		NewEnv:               envFactory(cfg, res, users, outputs, quotas),
 		Limits:               cfg.Limits,
 		MaxConcurrency:       cfg.MaxConcurrency,
 		Retention:            cfg.Retention,
@@ -285,6 +309,28 @@ func New(cfg Config) (*executor.Executor, error) {
 		MaxSessions:          cfg.MaxSessions,
 		MaxSessionsPerClient: cfg.MaxSessionsPerClient,
 	})
+}
+
+// workspaceQuotas returns the file system of root on which the executor
+// gives the workspaces it makes their quota. Where root's file system
+// cannot have quotas it returns nil, or, with RequireWorkspaceQuota, an
+// error that says why.
+func workspaceQuotas(cfg Config, root string) (*dirquota.FS, error) {
+	quotas, err := dirquota.Probe(root)
+	if err == nil && os.Geteuid() != 0 {
+		err = errors.New("setting a quota needs root")
+	}
+	if err == nil {
+		return quotas, nil
+	}
+	if cfg.RequireWorkspaceQuota {
+		return nil, &sandbox.SettingError{Setting: SettingWorkspaceQuota,
+			Err: fmt.Errorf("a workspace quota of %s cannot be enforced under %s: %w", sandbox.FormatBytes(cfg.WorkspaceQuota), root, err)}
+	}
+	if cfg.Logger != nil {
+		cfg.Logger.Info("the workspaces toolsvc makes get no disk quota", "quota", sandbox.FormatBytes(cfg.WorkspaceQuota), "reason", err.Error())
+	}
+	return nil, nil
 }
 
 // uidsNeeded is how many session ids an executor of up to maxSessions
@@ -315,7 +361,7 @@ func (cfg Config) explain(err error) error {
 // envFactory returns the executor's EnvFactory for cfg as res resolved
 // it; users, when not nil, gives each session its user, and outputs, when
 // not nil, keeps the sessions' saved outputs.
-func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outputStore) executor.EnvFactory {
+func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outputStore, quotas *dirquota.FS) executor.EnvFactory {
 	return func(ctx context.Context, req executor.EnvRequest) (_ *tool.Env, _ executor.SandboxInfo, err error) {
 		sessionID, dir := req.SessionID, req.Workspace
 		var info executor.SandboxInfo
@@ -349,10 +395,11 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 			cleanup = append(cleanup, lease.Release)
 			owner = lease.ID()
 		}
-		wsDir, err := sessionDir(cfg, sessionID, dir, owner)
+		wsDir, quota, err := sessionDir(cfg, quotas, sessionID, dir, owner)
 		if err != nil {
 			return nil, info, err
 		}
+		sc.NoSubvolumes = quota
 		tempRoot := cfg.TempRoot
 		if cfg.TempQuota > 0 {
 			// Where a session's mount namespace can drop the others'.
@@ -427,6 +474,7 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 			OutputDir:   outDir,
 			TempQuota:   cfg.TempQuota,
 			OutputQuota: tool.NewByteQuota("saved-output quota", cfg.OutputQuota),
+			Workspace:   workspaceUsage(quotas, quota, wsDir),
 			Limits:      cfg.Limits.WithDefaults(),
 			Reads:       tool.NewFileState(),
 		}
@@ -449,6 +497,9 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 			Network:  runner.Network(),
 			RunAs:    cfg.Sandbox.RunAsUser,
 		}
+		if quota {
+			info.Enforced = append(info.Enforced, "workspace_quota")
+		}
 		if proxy != nil {
 			info.AllowedDomains = policy.AllowedEntries()
 		}
@@ -462,11 +513,13 @@ func envFactory(cfg Config, res resolved, users *sandbox.UIDPool, outputs *outpu
 // sessionDir resolves a session's workspace: empty means the root (or a new
 // directory under it with SessionDirs), relative means under the root, and
 // absolute must lie under the root. A workspace it creates belongs to owner
-// when that is 0 or more (the session's user).
-func sessionDir(cfg Config, sessionID, dir string, owner int) (string, error) {
+// when that is 0 or more (the session's user), and has a quota of its own
+// with quotas (not nil); quota reports whether the workspace has one,
+// including one made so before.
+func sessionDir(cfg Config, quotas *dirquota.FS, sessionID, dir string, owner int) (_ string, quota bool, _ error) {
 	switch {
 	case dir == "" && !cfg.SessionDirs:
-		return cfg.Root, nil
+		return cfg.Root, false, nil
 	case dir == "":
 		dir = filepath.Join(cfg.Root, "sessions", safeName(sessionID))
 	case !filepath.IsAbs(dir):
@@ -474,55 +527,92 @@ func sessionDir(cfg Config, sessionID, dir string, owner int) (string, error) {
 	}
 	dir = filepath.Clean(dir)
 	if dir != cfg.Root && !strings.HasPrefix(dir, cfg.Root+string(filepath.Separator)) {
-		return "", fmt.Errorf("%w: workspace %s is outside the executor's root %s", executor.ErrInvalidWorkspace, dir, cfg.Root)
+		return "", false, fmt.Errorf("%w: workspace %s is outside the executor's root %s", executor.ErrInvalidWorkspace, dir, cfg.Root)
 	}
-	if err := mkdirOwned(cfg.Root, dir, owner); err != nil {
-		return "", fmt.Errorf("%w: workspace %s: %w", executor.ErrInvalidWorkspace, dir, err)
+	makeLeaf := func(path string, mode os.FileMode) error { return os.Mkdir(path, mode) }
+	if quotas != nil {
+		makeLeaf = func(path string, mode os.FileMode) error {
+			if err := quotas.Make(path, cfg.WorkspaceQuota); err != nil {
+				return err
+			}
+			quota = true
+			return os.Chmod(path, mode)
+		}
+	}
+	created, err := mkdirOwned(cfg.Root, dir, owner, makeLeaf)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: workspace %s: %w", executor.ErrInvalidWorkspace, dir, err)
 	}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", fmt.Errorf("%w: workspace %s: %w", executor.ErrInvalidWorkspace, dir, err)
+		return "", false, fmt.Errorf("%w: workspace %s: %w", executor.ErrInvalidWorkspace, dir, err)
 	}
 	rootReal, err := filepath.EvalSymlinks(cfg.Root)
 	if err != nil {
-		return "", fmt.Errorf("root %s: %w", cfg.Root, err)
+		return "", false, fmt.Errorf("root %s: %w", cfg.Root, err)
 	}
 	if real != rootReal && !strings.HasPrefix(real, rootReal+string(filepath.Separator)) {
-		return "", fmt.Errorf("%w: workspace %s resolves to %s, outside the executor's root", executor.ErrInvalidWorkspace, dir, real)
+		return "", false, fmt.Errorf("%w: workspace %s resolves to %s, outside the executor's root", executor.ErrInvalidWorkspace, dir, real)
 	}
-	return dir, nil
+	if quotas != nil && !created && dir != cfg.Root {
+		// Made with a quota by an earlier session under this id: the
+		// quota follows the executor's setting.
+		if quota, err = quotas.SetLimit(real, cfg.WorkspaceQuota); err != nil {
+			return "", false, fmt.Errorf("workspace %s: %w", dir, err)
+		}
+	}
+	return dir, quota, nil
+}
+
+// workspaceUsage returns the tool.Env's report of what a workspace with a
+// quota takes; nil without one.
+func workspaceUsage(quotas *dirquota.FS, quota bool, dir string) func() (used, limit int64, ok bool) {
+	if !quota {
+		return nil
+	}
+	return func() (int64, int64, bool) {
+		used, limit, ok, err := quotas.Usage(dir)
+		return used, limit, ok && err == nil
+	}
 }
 
 // mkdirOwned creates dir and its missing parents below root, giving them
 // root's owner: a service running as root must not create workspaces its
 // unprivileged tool user cannot use. With a session user (leaf 0 or more)
 // a dir it creates is the session user's alone (mode 0700), while the
-// parents stay root's owner's and searchable.
-func mkdirOwned(root, dir string, leaf int) error {
+// parents stay root's owner's and searchable. makeLeaf makes dir itself;
+// created reports whether it did.
+func mkdirOwned(root, dir string, leaf int, makeLeaf func(string, os.FileMode) error) (created bool, _ error) {
 	fi, err := os.Stat(root)
 	if err != nil {
-		return err
+		return false, err
 	}
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	rel, err := filepath.Rel(root, dir)
 	if err != nil || rel == "." {
-		return err
+		return false, err
 	}
 	parts := strings.Split(rel, string(filepath.Separator))
 	cur := root
 	for i, part := range parts {
 		cur = filepath.Join(cur, part)
-		last := i == len(parts)-1 && leaf >= 0
+		isLeaf := i == len(parts)-1
+		last := isLeaf && leaf >= 0
 		mode := os.FileMode(0o755)
 		if last {
 			mode = 0o700
 		}
-		switch err := os.Mkdir(cur, mode); {
+		mkdir := os.Mkdir
+		if isLeaf {
+			mkdir = makeLeaf
+		}
+		switch err := mkdir(cur, mode); {
 		case errors.Is(err, fs.ErrExist):
 			continue
 		case err != nil:
-			return err
+			return false, err
 		}
+		created = isLeaf
 		if os.Geteuid() != 0 {
 			continue
 		}
@@ -535,11 +625,11 @@ func mkdirOwned(root, dir string, leaf int) error {
 		}
 		if uid >= 0 {
 			if err := os.Chown(cur, uid, gid); err != nil {
-				return err
+				return created, err
 			}
 		}
 	}
-	return nil
+	return created, nil
 }
 
 // safeName keeps the characters of s that are safe in a file name.

@@ -51,7 +51,7 @@ func factoryWith(t *testing.T, cfg Config, users *sandbox.UIDPool, outputs *outp
 	if err != nil {
 		t.Fatal(err)
 	}
-	return envFactory(cfg, res, users, outputs)
+	return envFactory(cfg, res, users, outputs, nil)
 }
 
 // openEnv opens a session's environment the way the executor does.

@@ -11,7 +11,7 @@
 //     PROTECTION_ prefix: file_roots, landlock_fs, landlock_scope,
 //     no_new_privs, network_isolation, egress_allowlist, process_tree,
 //     process_group (which process_tree also satisfies), resource_limits,
-//     unprivileged_user, pid_isolation, clean_environment;
+//     unprivileged_user, pid_isolation, clean_environment, workspace_quota;
 //   - landlock: landlock_fs and landlock_scope;
 //   - network:none, network:allowlist or network:host: a network at most
 //     that open. none (network_isolation in force) satisfies all three,
@@ -49,6 +49,7 @@ func ProtectionWord(enumName string) string {
 var protections = []string{
 	"file_roots", "landlock_fs", "landlock_scope", "no_new_privs", "network_isolation", "egress_allowlist",
 	"process_tree", "process_group", "resource_limits", "unprivileged_user", "pid_isolation", "clean_environment",
+	"workspace_quota",
 }
 
 // networks are the network modes, least open first.

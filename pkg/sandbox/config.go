@@ -92,6 +92,11 @@ type Config struct {
 	// process of the id, wherever it went, and releases the lease. It
 	// needs the service to run as root.
 	SessionUser *UIDLease
+	// NoSubvolumes keeps processes from making btrfs subvolumes and
+	// snapshots (the ioctls fail with EPERM): a subvolume has a quota
+	// group of its own, outside the quota of the workspace it was made in
+	// (pkg/dirquota). It needs no_new_privs, which the runner sets anyway.
+	NoSubvolumes bool
 	// Limits are per-call resource limits; zero fields are unlimited.
 	Limits Limits
 	// Session bounds the runner's processes all together, every call

@@ -180,6 +180,7 @@ func NewRunner(cfg Config, workspace, tempDir string) (_ *Runner, err error) {
 	}
 	// Processes that stay root keep only the capabilities for files.
 	setup.dropCaps = os.Geteuid() == 0 && id.uid == 0
+	setup.noSubvolumes = cfg.NoSubvolumes
 	if r.sp, err = startSpawner(setup); err != nil {
 		return nil, err
 	}

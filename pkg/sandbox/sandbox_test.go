@@ -742,3 +742,41 @@ func TestAbortWhileWatchingProcesses(t *testing.T) {
 	}
 	r.Close() // waits for the calls' directories to be taken back
 }
+
+// TestNoSubvolumes runs btrfs-progs in a workspace on btrfs: with
+// NoSubvolumes, making a subvolume or a snapshot fails with EPERM, under
+// either backend, while directories are still made; without it, the same
+// command makes the subvolume.
+func TestNoSubvolumes(t *testing.T) {
+	fs := sandboxtest.Btrfs(t, 256<<20, false)
+	for name, base := range configs {
+		t.Run(name, func(t *testing.T) {
+			ws := filepath.Join(fs, name)
+			if err := os.Mkdir(ws, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(ws, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			newIn := func(cfg sandbox.Config) *sandbox.Runner {
+				r, err := sandbox.NewRunner(cfg, ws, filepath.Join(sandboxtest.Dir(t), "tmp"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(r.Close)
+				return r
+			}
+			cfg := base
+			cfg.NoSubvolumes = true
+			out, code := run(t, newIn(cfg), "mkdir d && btrfs subvolume create sub; echo create=$?; btrfs subvolume snapshot . snap; echo snapshot=$?; ls")
+			if !strings.Contains(out, "create=1") || !strings.Contains(out, "snapshot=1") ||
+				!strings.Contains(out, "Operation not permitted") || strings.Contains(out, "sub\n") || !strings.Contains(out, "d\n") || code != 0 {
+				t.Fatalf("with NoSubvolumes:\n%s(exit %d)", out, code)
+			}
+			out, _ = run(t, newIn(base), "btrfs subvolume create sub; echo create=$?")
+			if !strings.Contains(out, "create=0") {
+				t.Fatalf("without NoSubvolumes:\n%s", out)
+			}
+		})
+	}
+}

@@ -57,6 +57,8 @@ type spawnSetup struct {
 	// file capabilities (keptCaps), so that children that stay root gain
 	// no other capability at exec.
 	dropCaps bool
+	// noSubvolumes installs the seccomp filter of refuseSubvolumes.
+	noSubvolumes bool
 }
 
 // keptCaps are the capabilities a process that runs as root keeps: those
@@ -339,6 +341,11 @@ func setupThread(setup spawnSetup) (egressFD int, err error) {
 	// Landlock: no setuid binary can regain privileges.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return egressFD, fmt.Errorf("sandbox: no_new_privs: %w", err)
+	}
+	if setup.noSubvolumes {
+		if err := refuseSubvolumes(); err != nil {
+			return egressFD, err
+		}
 	}
 	if setup.landlock {
 		fd, err := buildRuleset(setup.rules)

@@ -111,6 +111,12 @@ type Env struct {
 	// executor gave the session one of its own (0: none); a command that
 	// fills it gets ENOSPC, and its result says so.
 	TempQuota int64
+	// Workspace, when the executor made the session's workspace with a
+	// disk quota of its own, reports the bytes the workspace takes and its
+	// quota, as the file system last accounted them (ok false when it
+	// cannot tell); nil without a quota. A command that fails with the
+	// workspace full gets EDQUOT, and its result says so.
+	Workspace func() (used, limit int64, ok bool)
 	// Limits are the caps of this session.
 	Limits Limits
 	// Reads records which files the model has read.

@@ -7,9 +7,11 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,4 +131,46 @@ func Main(m *testing.M) int {
 		return 1
 	}
 	return 0
+}
+
+// Btrfs mounts a btrfs file system of size bytes made for the test, on a
+// loop device over an image in a temporary directory, with quotas enabled
+// when quotas is set, and returns its mount point. The test fails when it
+// cannot (mkfs.btrfs and btrfs come with Debian's btrfs-progs, which
+// scripts/test installs); it is skipped without root. The file system is
+// unmounted and its image removed when the test ends.
+func Btrfs(t testing.TB, size int64, quotas bool) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a file system needs root")
+	}
+	image := filepath.Join(t.TempDir(), "btrfs.img")
+	if err := os.WriteFile(image, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(image, size); err != nil {
+		t.Fatal(err)
+	}
+	dir := Dir(t)
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+	}
+	run("mkfs.btrfs", "-q", "-f", image)
+	// mount(8) sets the loop device up, and frees it at the unmount.
+	run("mount", "-o", "loop", image, dir)
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+		}
+	})
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if quotas {
+		run("btrfs", "quota", "enable", dir)
+	}
+	return dir
 }

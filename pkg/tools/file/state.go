@@ -83,6 +83,11 @@ func remember(env *tool.Env, call *tool.Call, cur current) {
 // record, so that the model can go on editing without reading it back.
 func write(env *tool.Env, cur current, content string) error {
 	fi, err := env.Files.WriteFile(cur.path, []byte(content))
+	if errors.Is(err, syscall.EDQUOT) && env.Workspace != nil {
+		if _, limit, ok := env.Workspace(); ok && limit > 0 {
+			return fmt.Errorf("%w: the session's workspace quota (%s) was reached", err, tool.FormatBytes(limit))
+		}
+	}
 	if err != nil {
 		return asToolError(err)
 	}

@@ -268,9 +268,12 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, in bashI
 		res.IsError = true
 	}
 	if res.IsError {
-		// A failure of a command whose temp directory is full: the quota
-		// is the likely cause.
+		// A failure of a command whose temp directory or workspace is
+		// full: the quota is the likely cause.
 		if q := tempQuotaNote(env); q != "" {
+			txt = addLine(txt, q)
+		}
+		if q := workspaceQuotaNote(env); q != "" {
 			txt = addLine(txt, q)
 		}
 	}

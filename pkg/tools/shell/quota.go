@@ -35,3 +35,20 @@ func tempQuotaNote(env *tool.Env) string {
 	return fmt.Sprintf("The session's temp directory %s is %s: its disk quota is %s, and writes past it fail with \"No space left on device\".",
 		env.TempDir, full, tool.FormatBytes(env.TempQuota))
 }
+
+// workspaceQuotaNote says, when the session's workspace has a disk quota
+// of its own (tool.Env.Workspace) and it is full, that the command ran
+// into it; "" otherwise. A write that fails at the quota may have asked
+// for a large block: the workspace counts as full within 1/64 of its
+// quota (at least 1 MiB) of it.
+func workspaceQuotaNote(env *tool.Env) string {
+	if env.Workspace == nil {
+		return ""
+	}
+	used, limit, ok := env.Workspace()
+	if !ok || limit <= 0 || used < limit-max(1<<20, limit/64) {
+		return ""
+	}
+	return fmt.Sprintf("The session's workspace %s is full: its disk quota is %s, and writes past it fail with \"Disk quota exceeded\".",
+		env.Files.Dir(), tool.FormatBytes(limit))
+}

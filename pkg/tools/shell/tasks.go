@@ -224,6 +224,9 @@ func settle(env *tool.Env, reg *registry, t *task, limits []string) {
 	if q := tempQuotaNote(env); q != "" {
 		limits = append(limits, q)
 	}
+	if q := workspaceQuotaNote(env); q != "" {
+		limits = append(limits, q)
+	}
 	limit := strings.Join(limits, " ")
 	if limit != "" {
 		appendNote(t.outPath, limit)

@@ -464,6 +464,11 @@ const (
 	// link-local addresses unless the operator allowed them (network
 	// "allowlist").
 	Protection_PROTECTION_EGRESS_ALLOWLIST Protection = 12
+	// The workspace the executor made for the session has a disk quota of
+	// its own: writes past it fail with EDQUOT ("Disk quota exceeded"), and
+	// the session's processes cannot make file system subvolumes that it
+	// would not cover.
+	Protection_PROTECTION_WORKSPACE_QUOTA Protection = 13
 )
 
 // Enum value maps for Protection.
@@ -482,6 +487,7 @@ var (
 		10: "PROTECTION_LANDLOCK_SCOPE",
 		11: "PROTECTION_PROCESS_GROUP",
 		12: "PROTECTION_EGRESS_ALLOWLIST",
+		13: "PROTECTION_WORKSPACE_QUOTA",
 	}
 	Protection_value = map[string]int32{
 		"PROTECTION_UNSPECIFIED":       0,
@@ -497,6 +503,7 @@ var (
 		"PROTECTION_LANDLOCK_SCOPE":    10,
 		"PROTECTION_PROCESS_GROUP":     11,
 		"PROTECTION_EGRESS_ALLOWLIST":  12,
+		"PROTECTION_WORKSPACE_QUOTA":   13,
 	}
 )
 
@@ -4804,7 +4811,7 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x1cMCP_SERVER_STATE_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aMCP_SERVER_STATE_CONNECTED\x10\x01\x12\x1b\n" +
 	"\x17MCP_SERVER_STATE_FAILED\x10\x02\x12!\n" +
-	"\x1dMCP_SERVER_STATE_DISCONNECTED\x10\x03*\x9b\x03\n" +
+	"\x1dMCP_SERVER_STATE_DISCONNECTED\x10\x03*\xbb\x03\n" +
 	"\n" +
 	"Protection\x12\x1a\n" +
 	"\x16PROTECTION_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -4820,7 +4827,8 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x19PROTECTION_LANDLOCK_SCOPE\x10\n" +
 	"\x12\x1c\n" +
 	"\x18PROTECTION_PROCESS_GROUP\x10\v\x12\x1f\n" +
-	"\x1bPROTECTION_EGRESS_ALLOWLIST\x10\f*\x99\x02\n" +
+	"\x1bPROTECTION_EGRESS_ALLOWLIST\x10\f\x12\x1e\n" +
+	"\x1aPROTECTION_WORKSPACE_QUOTA\x10\r*\x99\x02\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fOUTCOME_SUCCESS\x10\x01\x12\x16\n" +
