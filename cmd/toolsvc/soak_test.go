@@ -106,11 +106,12 @@ type soakSession struct {
 	cancel context.CancelFunc
 }
 
-func openSoak(conn *grpc.ClientConn) (*soakSession, error) {
+// openSoak opens a session in workspace ("" for one of its own).
+func openSoak(conn *grpc.ClientConn, workspace string) (*soakSession, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stream, err := executorv1.NewExecutorServiceClient(conn).Execute(ctx)
 	if err == nil {
-		err = stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: &executorv1.Open{ClientName: "soak"}}})
+		err = stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: &executorv1.Open{ClientName: "soak", Workspace: workspace}}})
 	}
 	if err == nil {
 		_, err = stream.Recv() // Hello
@@ -155,7 +156,8 @@ func (s *soakSession) close() {
 
 // TestSoakManySessions runs toolsvc serve (in this process, so that its
 // goroutines and threads can be counted) with its default flags, holds
-// 1,000 sessions open at once, runs a Bash call in each, closes them all,
+// 1,000 sessions open at once (half of them in one shared workspace, half
+// in workspaces of their own), runs a Bash call in each, closes them all,
 // and checks that file descriptors, goroutines, threads, cgroup
 // directories, session mounts, temp directories and child processes are
 // back where they were.
@@ -174,6 +176,13 @@ func TestSoakManySessions(t *testing.T) {
 		}
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(root, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(shared, sandboxtest.NobodyUID, sandboxtest.NobodyGID); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("TMPDIR", tmp)
@@ -209,7 +218,7 @@ func TestSoakManySessions(t *testing.T) {
 	}
 	// One session first, so that what lives as long as the service
 	// (reaper, cgroup group directories, pools) is in the baseline.
-	warm, err := openSoak(conn)
+	warm, err := openSoak(conn, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,8 +256,11 @@ func TestSoakManySessions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Half the sessions share a workspace of another owner, which each
+	// session's user gets through an id-mapped mount of its own: opens
+	// of one shared workspace, 16 at a time, must never fail.
 	run("open", func(i int) (err error) {
-		sessions[i], err = openSoak(conn)
+		sessions[i], err = openSoak(conn, []string{"", "shared"}[i%2])
 		return err
 	})
 	opened := time.Since(start)

@@ -9,10 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/toolwire/toolwire/pkg/executor"
 	"github.com/toolwire/toolwire/pkg/sandbox"
@@ -235,5 +237,110 @@ func TestHintsExplain(t *testing.T) {
 	want := "setup: no Landlock; no netns; to fix it, pass --sandbox none; and pass --network host"
 	if got := h.Explain(both); got.Error() != want || !errors.Is(got, both) {
 		t.Errorf("got %q, want %q wrapping the original", got, want)
+	}
+}
+
+// TestFailedSetupReleasesEverything opens sessions whose setup fails late,
+// after the session's id, its idmap helper process, its temp file system,
+// its temp and output directories and its workspace are set up (the
+// session user cannot reach the workspace the client named): each open
+// fails, and nothing is left of it, no process, mount, directory, open
+// file or id; the same session opens once the workspace is fixed.
+func TestFailedSetupReleasesEverything(t *testing.T) {
+	needRoot(t)
+	one := sandbox.UIDRange{First: testIDs.Last - 1, Last: testIDs.Last - 1}
+	root, temps, outputRoot := sandboxtest.Dir(t), sandboxtest.Dir(t), filepath.Join(sandboxtest.Dir(t), "outputs")
+	// A workspace of another owner, behind a directory only root may
+	// search.
+	locked := filepath.Join(root, "locked")
+	ws := filepath.Join(locked, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(ws, sandboxtest.NobodyUID, sandboxtest.NobodyGID); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(locked, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := PrepareOutputRoot(outputRoot); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Root: root, SessionUIDs: one, TempRoot: temps, TempQuota: 8 << 20, OutputRoot: outputRoot, OutputRetention: time.Hour}
+	pool, err := sandbox.NewUIDPool(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs, err := newOutputStore(outputRoot, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := factoryWith(t, cfg, pool, outputs)
+	open := func() error {
+		env, _, err := factory(context.Background(), executor.EnvRequest{SessionID: "s", Workspace: "locked/ws"})
+		if err == nil {
+			env.Close()
+		}
+		return err
+	}
+	// The mount points under the temp root.
+	tempMounts := func() []string {
+		b, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var points []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], temps+"/") {
+				points = append(points, f[4])
+			}
+		}
+		return points
+	}
+	// The temp root stays mounted on itself for later sessions.
+	t.Cleanup(func() {
+		for _, p := range slices.Backward(tempMounts()) {
+			_ = syscall.Unmount(p, syscall.MNT_DETACH)
+		}
+	})
+	tempEntries := func() []string {
+		var left []string
+		_ = filepath.WalkDir(temps, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && strings.Contains(d.Name(), "toolwire-s-") {
+				left = append(left, p)
+			}
+			return nil
+		})
+		return left
+	}
+	// One open first: what the process sets up once (the temp root, the
+	// runtime's descriptors) is not a session's.
+	if err := open(); err == nil || !strings.Contains(err.Error(), "locked is not accessible") {
+		t.Fatalf("open with an unreachable workspace: %v, want an error naming it", err)
+	}
+	fds, mounts := sandboxtest.OpenFDs(), tempMounts()
+	for i := range 20 {
+		if err := open(); err == nil {
+			t.Fatalf("open %d succeeded", i)
+		}
+	}
+	if left := sandboxtest.WaitNoDescendants(5 * time.Second); len(left) > 0 {
+		t.Errorf("processes left by failed opens: %v", left)
+	}
+	if n := sandboxtest.OpenFDs(); n != fds {
+		t.Errorf("%d open files after 20 failed opens, %d before", n, fds)
+	}
+	if got := tempMounts(); !slices.Equal(got, mounts) || len(got) != 1 {
+		t.Errorf("mounts under the temp root after the failed opens: %v, before: %v; want only the temp root's own", got, mounts)
+	}
+	if left := tempEntries(); len(left) > 0 {
+		t.Errorf("temp directories left by failed opens: %v", left)
+	}
+	// The only id, and the session's saved outputs, come back.
+	if err := os.Chmod(locked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(); err != nil {
+		t.Fatalf("open once the workspace is reachable: %v", err)
 	}
 }

@@ -430,11 +430,21 @@ func UnmountSessionTemp(dir string) {
 
 // detachOtherTemps drops, in the calling thread's new mount namespace, the
 // temp file systems of other sessions that it copied from the service's,
-// so that this session cannot reach them and they are freed when their
-// session ends: it keeps a copy of its own (keep), detaches the session
-// temp root with everything below it, and puts its own back. The cost
-// does not grow with the number of sessions.
+// so that this session cannot reach them (nor read their session ids in
+// its mountinfo) and they are freed when their session ends: it keeps a
+// copy of its own (keep), detaches this service's session temp root with
+// everything below it, and puts its own back; then it detaches what other
+// toolsvc processes of the host mounted for their sessions.
 func detachOtherTemps(keep string) error {
+	if err := detachOwnRoot(keep); err != nil {
+		return err
+	}
+	return detachForeignTemps(keep)
+}
+
+// detachOwnRoot is detachOtherTemps for this service's sessions. Its cost
+// does not grow with their number.
+func detachOwnRoot(keep string) error {
 	if keep == "" || !strings.HasPrefix(filepath.Base(filepath.Dir(keep)), sessionTempsPrefix) {
 		return nil
 	}
@@ -452,6 +462,45 @@ func detachOtherTemps(keep string) error {
 	}
 	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, keep, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return fmt.Errorf("sandbox: put the session's temp mount back: %w", err)
+	}
+	return nil
+}
+
+// detachForeignTemps detaches, in the calling thread's mount namespace,
+// the session temp roots and session temp file systems other than keep:
+// those of the other toolsvc processes of the host.
+func detachForeignTemps(keep string) error {
+	f, err := os.Open("/proc/thread-self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	defer f.Close()
+	var points []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := slices.Index(fields, "-")
+		if sep < 5 || sep+2 >= len(fields) {
+			continue
+		}
+		point := unescapeMountinfo(fields[4])
+		if point == keep || strings.HasPrefix(keep, point+"/") {
+			continue // keep, or a mount it lies in
+		}
+		if fields[sep+2] == sessionTempSource || strings.HasPrefix(filepath.Base(point), sessionTempsPrefix) {
+			points = append(points, point)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("sandbox: read mountinfo: %w", err)
+	}
+	for _, p := range points {
+		// A temp root goes with the file systems below it: those are
+		// then no longer mounted (EINVAL).
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("sandbox: detach another service's session temp directory %s: %w", p, err)
+		}
 	}
 	return nil
 }

@@ -552,3 +552,73 @@ func TestCheckSessionUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSessionSeesOnlyItsOwnTempMount starts a session whose temp directory
+// is a file system of its own in this process's session temp root, beside
+// another session's and beside the temp root of another toolsvc of the
+// host with a session temp file system in it: the session's processes see
+// their own temp mount only, and no other session's id in mountinfo,
+// while the service still has every mount.
+func TestSessionSeesOnlyItsOwnTempMount(t *testing.T) {
+	needRoot(t)
+	pool := newPool(t, testIDs)
+	base := sandboxtest.Dir(t)
+	mountTmpfs := func(dir string) {
+		t.Helper()
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := sandbox.MountSessionTemp(dir, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sandbox.UnmountSessionTemp(dir) })
+	}
+	// Another toolsvc's temp root (bound onto itself, as SessionTempRoot
+	// does), in a temp dir of its own, and a session temp file system in
+	// it. The parent of this process stands for that toolsvc, alive.
+	foreign := filepath.Join(sandboxtest.Dir(t), "toolwire-sessions-"+strconv.Itoa(os.Getppid()))
+	if err := os.Mkdir(foreign, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount(foreign, foreign, "", syscall.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(foreign, syscall.MNT_DETACH) })
+	mountTmpfs(filepath.Join(foreign, "toolwire-tenant-a-1"))
+
+	root, err := sandbox.SessionTempRoot(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(root, syscall.MNT_DETACH) })
+	mountTmpfs(filepath.Join(root, "toolwire-tenant-b-2"))
+	own := filepath.Join(root, "toolwire-mine-3")
+	mountTmpfs(own)
+
+	lease, err := pool.Lease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sandbox.NewRunner(sandbox.Config{SessionUser: lease}, sandboxtest.Dir(t), own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	out, code := run(t, r, "grep toolwire /proc/self/mountinfo | grep -v /etc/")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 1 || !strings.Contains(lines[0], " "+own+" ") {
+		t.Errorf("the session's mounts of toolwire:\n%s\nwant only its own temp file system on %s", out, own)
+	}
+	if strings.Contains(out, "tenant") {
+		t.Errorf("the session sees another session's temp directory:\n%s", out)
+	}
+	host, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"toolwire-tenant-a-1", "toolwire-tenant-b-2", "toolwire-mine-3"} {
+		if !strings.Contains(string(host), name) {
+			t.Errorf("the service lost the mount %s", name)
+		}
+	}
+}
