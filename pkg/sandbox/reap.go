@@ -2,11 +2,11 @@ package sandbox
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,12 +102,13 @@ func unregisterUser(uid int) {
 // reapUser waits for every zombie child of this process that ran as uid
 // and is not a call's first process.
 func reapUser(uid int) {
-	if !anyZombieChild() {
+	kids := ownChildren()
+	if len(kids) == 0 {
 		return
 	}
 	calls.mu.Lock()
 	defer calls.mu.Unlock()
-	for _, pid := range ownChildren() {
+	for _, pid := range kids {
 		pi, ok := readProcInfo(pid)
 		if !ok || pi.state != 'Z' || !pi.hasUID(uid) || isFirstLocked(pid) {
 			continue
@@ -144,17 +145,21 @@ func unregisterCall(key string, pid int) {
 }
 
 // reapOrphans waits for every zombie child of this process that is an
-// orphan of a registered call. It looks for them only when some child is a
-// zombie: a call that left nothing behind costs one system call, not a
-// read of every thread's children.
+// orphan of a registered call. It looks for them among the main thread's
+// children only, where orphans land: a call that left nothing behind
+// costs one read of a short file, however many threads (sessions) the
+// process has. (waitid(P_ALL, WNOHANG|WNOWAIT) would tell as well whether
+// any child is a zombie, but the kernel walks every thread's children for
+// it: 9 µs with 1,000 threads against 0.5 µs with none.)
 func reapOrphans() {
-	if !anyZombieChild() {
+	kids := ownChildren()
+	if len(kids) == 0 {
 		return
 	}
 	calls.mu.Lock()
 	defer calls.mu.Unlock()
 	self := os.Getpid()
-	for _, pid := range ownChildren() {
+	for _, pid := range kids {
 		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
 			continue
@@ -220,40 +225,49 @@ func startingLocked(uid int) bool {
 	return false
 }
 
-// anyZombieChild reports whether a child of this process has ended and not
-// been waited for. WNOWAIT leaves it waitable: whoever waits for it still
-// can.
-func anyZombieChild() bool {
-	var info unix.Siginfo
-	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
-	switch {
-	case errors.Is(err, unix.ECHILD):
-		return false // no children at all
-	case err != nil:
-		return true // cannot tell: look
-	}
-	// With WNOHANG and no waitable child the kernel reports signal 0.
-	return info.Signo == int32(unix.SIGCHLD)
-}
-
 // ownChildren lists the children of this process's main thread. Orphans
 // are re-parented to the first live thread of the subreaper, its main
 // thread, so that one file lists them all: the children of the other
 // threads are the first processes of calls (spawner threads), which their
 // Process waits for, and processes started elsewhere in the program. The
 // cost stays the same however many sessions (spawner threads) there are.
+// The file stays open: each read makes the kernel list them afresh.
 func ownChildren() []int {
-	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
-	if err != nil {
-		return nil
+	mainChildren.Lock()
+	defer mainChildren.Unlock()
+	if mainChildren.f == nil {
+		f, err := os.Open("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
+		if err != nil {
+			return nil
+		}
+		mainChildren.f = f
 	}
+	data := mainChildren.data[:0]
+	for {
+		if len(data) == cap(data) {
+			data = slices.Grow(data, 4096)
+		}
+		n, err := mainChildren.f.ReadAt(data[len(data):cap(data)], int64(len(data)))
+		data = data[:len(data)+n]
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	mainChildren.data = data
 	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
+	for _, f := range bytes.Fields(data) {
+		if pid, err := strconv.Atoi(string(f)); err == nil {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// mainChildren is the open children file of the main thread.
+var mainChildren struct {
+	sync.Mutex
+	f    *os.File
+	data []byte
 }
 
 // parseStat extracts state, ppid and pgrp from /proc/<pid>/stat.
