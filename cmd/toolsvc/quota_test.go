@@ -28,15 +28,6 @@ func testFS(t *testing.T, size string) string {
 	return dir
 }
 
-func freeBytes(t *testing.T, dir string) int64 {
-	t.Helper()
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	return int64(st.Bavail) * st.Bsize
-}
-
 // sessionMounts counts the session temp file systems mounted under dir in
 // this process's mount namespace.
 func sessionMounts(dir string) int {
@@ -69,7 +60,7 @@ func TestServeDiskQuotas(t *testing.T) {
 		}
 	}
 	mountsBefore := sessionMounts(fs)
-	freeBefore := freeBytes(t, fs)
+	freeBefore := sandboxtest.FreeBytes(t, fs)
 	t.Setenv("TMPDIR", tmp)
 	addr, _ := startServe(t, root, "--session-dirs", "--session-temp-quota", "16M", "--session-output-quota", "8M", "--output-dir", outputs)
 
@@ -93,30 +84,18 @@ func TestServeDiskQuotas(t *testing.T) {
 	bash := func(id, command string, background bool) string {
 		return fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"Bash","input":{"command":%q,"run_in_background":%v}}`, id, command, background)
 	}
-	check := func(r toolResult, isError bool, wants ...string) {
-		t.Helper()
-		text, _ := r.Content.(string)
-		if (r.IsError != nil && *r.IsError) != isError {
-			t.Errorf("%s: is_error %v, want %v; content %q", r.ToolUseID, deref(r.IsError), isError, text)
-		}
-		for _, w := range wants {
-			if !strings.Contains(text, w) {
-				t.Errorf("%s: content %q, want it to say %q", r.ToolUseID, text, w)
-			}
-		}
-	}
 
 	// The temp directory: one big file, many small ones (a session each:
 	// a failed Bash call cancels the rest of its message).
-	check(session(bash("size", `df -k "$TMPDIR" | tail -1 | awk '{print $2}'`, false))[0], false, "16384")
-	check(session(bash("filler", `dd if=/dev/zero of="$TMPDIR/fill" bs=1M count=64 2>&1 | head -1; exit ${PIPESTATUS[0]}`, false))[0],
+	checkResult(t, session(bash("size", `df -k "$TMPDIR" | tail -1 | awk '{print $2}'`, false))[0], false, "16384")
+	checkResult(t, session(bash("filler", `dd if=/dev/zero of="$TMPDIR/fill" bs=1M count=64 2>&1 | head -1; exit ${PIPESTATUS[0]}`, false))[0],
 		true, "No space left on device", "is full: its disk quota is 16 MiB")
-	check(session(bash("files", `cd "$TMPDIR" && for i in $(seq 5000); do echo x > f$i || exit 1; done`, false))[0],
+	checkResult(t, session(bash("files", `cd "$TMPDIR" && for i in $(seq 5000); do echo x > f$i || exit 1; done`, false))[0],
 		true, "No space left on device", "is out of files (inodes): its disk quota is 16 MiB")
 
 	// A foreground command's output beyond the saved-output quota.
 	rs := session(bash("flood", `head -c 40M /dev/zero | tr '\0' 'a' | fold -w 100`, false))
-	check(rs[0], false, "The full output could not be saved (the session's saved-output quota (8 MiB) was reached)")
+	checkResult(t, rs[0], false, "The full output could not be saved (the session's saved-output quota (8 MiB) was reached)")
 
 	// A background command's output: it stops at the quota, and the command
 	// with it.
@@ -124,7 +103,7 @@ func TestServeDiskQuotas(t *testing.T) {
 		bash("bg", `yes flood`, true),
 		bash("wait", `for i in $(seq 100); do pgrep -x yes >/dev/null && break; sleep 0.05; done; while pgrep -x yes >/dev/null; do sleep 0.05; done; echo gone`, false),
 	)
-	check(rs[1], false, "gone")
+	checkResult(t, rs[1], false, "gone")
 	files, _ := filepath.Glob(filepath.Join(outputs, "*", "*.output"))
 	if len(files) != 1 {
 		t.Fatalf("background output files: %v, want one", files)
@@ -146,7 +125,7 @@ func TestServeDiskQuotas(t *testing.T) {
 	if n := sessionMounts(fs); n != mountsBefore {
 		t.Errorf("%d session temp file systems mounted after the sessions, want %d", n, mountsBefore)
 	}
-	if lost := freeBefore - freeBytes(t, fs); lost > 3*8<<20+1<<20 {
+	if lost := freeBefore - sandboxtest.FreeBytes(t, fs); lost > 3*8<<20+1<<20 {
 		t.Errorf("the file system lost %d bytes, more than the sessions' saved-output quotas", lost)
 	}
 }
@@ -164,7 +143,7 @@ func TestServeWorkspaceQuota(t *testing.T) {
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	freeBefore := freeBytes(t, fs)
+	freeBefore := sandboxtest.FreeBytes(t, fs)
 	addr, _ := startServe(t, root, "--session-dirs", "--session-workspace-quota", "16M")
 
 	call := func(session string, blocks ...string) []toolResult {
@@ -179,37 +158,25 @@ func TestServeWorkspaceQuota(t *testing.T) {
 	bash := func(id, command string) string {
 		return fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"Bash","input":{"command":%q}}`, id, command)
 	}
-	check := func(r toolResult, isError bool, wants ...string) {
-		t.Helper()
-		text, _ := r.Content.(string)
-		if (r.IsError != nil && *r.IsError) != isError {
-			t.Errorf("%s: is_error %v, want %v; content %q", r.ToolUseID, deref(r.IsError), isError, text)
-		}
-		for _, w := range wants {
-			if !strings.Contains(text, w) {
-				t.Errorf("%s: content %q, want it to say %q", r.ToolUseID, text, w)
-			}
-		}
-	}
 	full := "is full: its disk quota is 16 MiB"
 
-	check(call("big", bash("filler", `dd if=/dev/zero of=fill bs=1M count=64 2>&1 | tail -1; exit ${PIPESTATUS[0]}`))[0],
+	checkResult(t, call("big", bash("filler", `dd if=/dev/zero of=fill bs=1M count=64 2>&1 | tail -1; exit ${PIPESTATUS[0]}`))[0],
 		true, "Disk quota exceeded", full)
-	check(call("small", bash("files", `for i in $(seq 20000); do head -c 3000 /dev/zero > f$i || exit 1; done`))[0],
+	checkResult(t, call("small", bash("files", `for i in $(seq 20000); do head -c 3000 /dev/zero > f$i || exit 1; done`))[0],
 		true, "Disk quota exceeded", full)
-	check(call("write", bash("prefill", `head -c 15M /dev/zero > fill`),
+	checkResult(t, call("write", bash("prefill", `head -c 15M /dev/zero > fill`),
 		fmt.Sprintf(`{"type":"tool_use","id":"write","name":"Write","input":{"file_path":"more.txt","content":%q}}`, strings.Repeat("w", 4<<20)))[1],
 		true, "disk quota exceeded: the session's workspace quota (16 MiB) was reached")
-	check(call("subvolume", bash("sub", `btrfs subvolume create sub`))[0], true, "Operation not permitted")
+	checkResult(t, call("subvolume", bash("sub", `btrfs subvolume create sub`))[0], true, "Operation not permitted")
 	// A command that goes on after a write failed at the quota.
-	check(call("later", bash("fill", `head -c 32M /dev/zero > fill; ls fill`))[0], false, "Disk quota exceeded", full)
+	checkResult(t, call("later", bash("fill", `head -c 32M /dev/zero > fill; ls fill`))[0], false, "Disk quota exceeded", full)
 
 	// The same session id again: its workspace, its files and its quota.
-	check(call("big", bash("again", `ls -l fill | awk '{print $5}'; rm fill && head -c 8M /dev/zero > a && head -c 12M /dev/zero > b`))[0],
+	checkResult(t, call("big", bash("again", `ls -l fill | awk '{print $5}'; rm fill && head -c 8M /dev/zero > a && head -c 12M /dev/zero > b`))[0],
 		true, "Disk quota exceeded", full)
 
 	// Every workspace holds at most its quota.
-	if lost := freeBefore - freeBytes(t, fs); lost > 6*16<<20+8<<20 {
+	if lost := freeBefore - sandboxtest.FreeBytes(t, fs); lost > 6*16<<20+8<<20 {
 		t.Errorf("the file system lost %d bytes, more than six workspace quotas of 16 MiB", lost)
 	}
 }
@@ -233,4 +200,19 @@ func TestWorkspaceQuotaFlagMustHold(t *testing.T) {
 		}
 	}
 	_, _ = startServe(t, root, "--session-dirs")
+}
+
+// checkResult checks a tool_result's is_error and that its text says each
+// of wants.
+func checkResult(t *testing.T, r toolResult, isError bool, wants ...string) {
+	t.Helper()
+	text, _ := r.Content.(string)
+	if (r.IsError != nil && *r.IsError) != isError {
+		t.Errorf("%s: is_error %v, want %v; content %q", r.ToolUseID, deref(r.IsError), isError, text)
+	}
+	for _, w := range wants {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s: content %q, want it to say %q", r.ToolUseID, text, w)
+		}
+	}
 }

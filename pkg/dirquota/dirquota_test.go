@@ -31,7 +31,7 @@ func TestQuotaStopsWrites(t *testing.T) {
 	if err := q.Make(dir, limit); !errors.Is(err, os.ErrExist) {
 		t.Fatalf("second Make: %v, want an error that is os.ErrExist", err)
 	}
-	free := freeBytes(t, fs)
+	free := sandboxtest.FreeBytes(t, fs)
 	f, err := os.Create(filepath.Join(dir, "big"))
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestQuotaStopsWrites(t *testing.T) {
 	if got != limit || used < limit-(1<<20) || used > limit {
 		t.Fatalf("Usage = %d of %d, want about %d of %d", used, got, limit, limit)
 	}
-	if lost := free - freeBytes(t, fs); lost > limit+(4<<20) {
+	if lost := free - sandboxtest.FreeBytes(t, fs); lost > limit+(4<<20) {
 		t.Fatalf("the file system lost %d bytes for a quota of %d", lost, limit)
 	}
 	// A larger limit lets the same directory grow again.
@@ -120,13 +120,4 @@ func TestProbeSaysWhy(t *testing.T) {
 			}
 		})
 	}
-}
-
-func freeBytes(t *testing.T, dir string) int64 {
-	t.Helper()
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	return int64(st.Bavail) * st.Bsize
 }

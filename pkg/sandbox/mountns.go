@@ -134,34 +134,45 @@ func cloneProcMounts() ([]clonedMount, error) {
 // thread's mount namespace, shallowest first, without duplicates and
 // without autofs mounts.
 func mountsBelow(dir string) ([]string, error) {
-	// thread-self: the mount namespace is the spawner thread's own.
-	f, err := os.Open("/proc/thread-self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
-	}
-	defer f.Close()
 	var points []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		sep := slices.Index(fields, "-")
-		if sep < 5 || sep+1 >= len(fields) {
-			continue
+	err := eachMount(func(point, fstype, _ string) {
+		if strings.HasPrefix(point, dir+"/") && fstype != "autofs" && !slices.Contains(points, point) {
+			points = append(points, point)
 		}
-		point := unescapeMountinfo(fields[4])
-		if !strings.HasPrefix(point, dir+"/") || fields[sep+1] == "autofs" || slices.Contains(points, point) {
-			continue
-		}
-		points = append(points, point)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("sandbox: read mountinfo: %w", err)
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortStableFunc(points, func(a, b string) int {
 		return strings.Count(a, "/") - strings.Count(b, "/")
 	})
 	return points, nil
+}
+
+// eachMount calls fn with the mount point, file system type and source of
+// every mount of the calling thread's mount namespace, in mountinfo's
+// order (parents before children).
+func eachMount(fn func(point, fstype, source string)) error {
+	// thread-self: the mount namespace is the spawner thread's own.
+	f, err := os.Open("/proc/thread-self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := slices.Index(fields, "-")
+		if sep < 5 || sep+2 >= len(fields) {
+			continue
+		}
+		fn(unescapeMountinfo(fields[4]), fields[sep+1], fields[sep+2])
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("sandbox: read mountinfo: %w", err)
+	}
+	return nil
 }
 
 // unescapeMountinfo undoes the octal escapes (\040 for a space, ...) of
@@ -470,30 +481,17 @@ func detachOwnRoot(keep string) error {
 // the session temp roots and session temp file systems other than keep:
 // those of the other toolsvc processes of the host.
 func detachForeignTemps(keep string) error {
-	f, err := os.Open("/proc/thread-self/mountinfo")
-	if err != nil {
-		return fmt.Errorf("sandbox: %w", err)
-	}
-	defer f.Close()
 	var points []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		sep := slices.Index(fields, "-")
-		if sep < 5 || sep+2 >= len(fields) {
-			continue
-		}
-		point := unescapeMountinfo(fields[4])
+	err := eachMount(func(point, _, source string) {
 		if point == keep || strings.HasPrefix(keep, point+"/") {
-			continue // keep, or a mount it lies in
+			return // keep, or a mount it lies in
 		}
-		if fields[sep+2] == sessionTempSource || strings.HasPrefix(filepath.Base(point), sessionTempsPrefix) {
+		if source == sessionTempSource || strings.HasPrefix(filepath.Base(point), sessionTempsPrefix) {
 			points = append(points, point)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("sandbox: read mountinfo: %w", err)
+	})
+	if err != nil {
+		return err
 	}
 	for _, p := range points {
 		// A temp root goes with the file systems below it: those are

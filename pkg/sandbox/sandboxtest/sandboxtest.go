@@ -174,3 +174,14 @@ func Btrfs(t testing.TB, size int64, quotas bool) string {
 	}
 	return dir
 }
+
+// FreeBytes returns the bytes free for unprivileged users on the file
+// system of dir.
+func FreeBytes(t testing.TB, dir string) int64 {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Bavail) * st.Bsize
+}
