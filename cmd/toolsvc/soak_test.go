@@ -42,9 +42,10 @@ func (u soakUsage) String() string {
 // same reports whether u is back at was. The Go runtime keeps the threads
 // it made for bursts of work (it does not end idle ones), so a few more
 // threads than before count as the same; a session's spawner thread ends
-// with the session.
+// with the session, and those of sessions just closed may still have
+// been ending when was was measured, so fewer count as the same too.
 func (u soakUsage) same(was soakUsage) bool {
-	if u.threads >= was.threads && u.threads <= was.threads+idleThreads {
+	if u.threads <= was.threads+idleThreads {
 		u.threads = was.threads
 	}
 	return u == was
