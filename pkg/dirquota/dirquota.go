@@ -11,6 +11,7 @@
 package dirquota
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -36,6 +37,10 @@ const (
 
 	// firstFreeObjectID is the inode number of a subvolume's top directory.
 	firstFreeObjectID = 256
+	// mark is the extended attribute Make sets on a subvolume it made, so
+	// that SetLimit and Usage leave every other subvolume alone. Only a
+	// process with CAP_SYS_ADMIN can set or remove a trusted.* attribute.
+	mark = "trusted.toolwire.dirquota"
 	// limitMaxReferenced marks btrfs_qgroup_limit.max_rfer as set.
 	limitMaxReferenced = 1
 )
@@ -127,7 +132,13 @@ func (q *FS) Make(dir string, limit int64) error {
 		}
 		return fmt.Errorf("dirquota: make %s as a btrfs subvolume: %w", dir, err)
 	}
-	if _, err := q.SetLimit(dir, limit); err != nil {
+	err = unix.Setxattr(dir, mark, []byte("1"), 0)
+	if err != nil {
+		err = fmt.Errorf("dirquota: mark %s: %w", dir, err)
+	} else if ok, lerr := q.SetLimit(dir, limit); lerr != nil || !ok {
+		err = cmp.Or(lerr, fmt.Errorf("dirquota: %s is not the subvolume just made", dir))
+	}
+	if err != nil {
 		_ = ioctl(int(p.Fd()), iocSnapDestroy, unsafe.Pointer(&args))
 		return err
 	}
@@ -135,7 +146,8 @@ func (q *FS) Make(dir string, limit int64) error {
 }
 
 // SetLimit sets the quota of dir, a directory Make made, to limit bytes.
-// For an ordinary directory it does nothing and returns false.
+// For any other directory (an ordinary one, or a subvolume someone else
+// made) it does nothing and returns false.
 func (q *FS) SetLimit(dir string, limit int64) (bool, error) {
 	f, err := openSubvolume(dir)
 	if f == nil || err != nil {
@@ -173,8 +185,8 @@ func (q *FS) Usage(dir string) (used, limit int64, ok bool, err error) {
 	return used, limit, true, nil
 }
 
-// openSubvolume opens dir when it is the top of a subvolume; nil, nil
-// when it is an ordinary directory.
+// openSubvolume opens dir when it is the top of a subvolume Make made;
+// nil, nil for any other directory.
 func openSubvolume(dir string) (*os.File, error) {
 	f, err := os.Open(dir)
 	if err != nil {
@@ -193,6 +205,14 @@ func openSubvolume(dir string) (*os.File, error) {
 	if sfs.Type != unix.BTRFS_SUPER_MAGIC || st.Ino != firstFreeObjectID || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		f.Close()
 		return nil, nil
+	}
+	var v [1]byte
+	if _, err := unix.Fgetxattr(int(f.Fd()), mark, v[:]); err != nil {
+		f.Close()
+		if errors.Is(err, unix.ENODATA) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("dirquota: %s: %w", dir, err)
 	}
 	return f, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -74,23 +75,34 @@ func TestQuotaStopsWrites(t *testing.T) {
 	}
 }
 
-// TestOrdinaryDirectoryHasNoQuota checks that SetLimit and Usage leave a
-// directory that Make did not make alone.
-func TestOrdinaryDirectoryHasNoQuota(t *testing.T) {
+// TestOthersDirectoriesHaveNoQuota checks that SetLimit and Usage leave
+// alone a directory that Make did not make: an ordinary one, and a
+// subvolume someone else made (the owner's, whose limits are the owner's).
+func TestOthersDirectoriesHaveNoQuota(t *testing.T) {
 	fs := sandboxtest.Btrfs(t, 256<<20, true)
 	q, err := dirquota.Probe(fs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(fs, "plain")
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	plain, sub := filepath.Join(fs, "plain"), filepath.Join(fs, "sub")
+	if err := os.Mkdir(plain, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := q.SetLimit(dir, 1<<20); ok || err != nil {
-		t.Fatalf("SetLimit on an ordinary directory: %v, %v", ok, err)
+	if out, err := exec.Command("btrfs", "subvolume", "create", sub).CombinedOutput(); err != nil {
+		t.Fatalf("btrfs subvolume create: %v\n%s", err, out)
 	}
-	if _, _, ok, err := q.Usage(dir); ok || err != nil {
-		t.Fatalf("Usage of an ordinary directory: %v, %v", ok, err)
+	for _, dir := range []string{plain, sub} {
+		if ok, err := q.SetLimit(dir, 1<<20); ok || err != nil {
+			t.Errorf("SetLimit(%s): %v, %v", dir, ok, err)
+		}
+		if _, _, ok, err := q.Usage(dir); ok || err != nil {
+			t.Errorf("Usage(%s): %v, %v", dir, ok, err)
+		}
+	}
+	// The owner's subvolume has no limit: a write bigger than the one
+	// refused goes through.
+	if err := os.WriteFile(filepath.Join(sub, "f"), make([]byte, 4<<20), 0o644); err != nil {
+		t.Fatalf("write into the owner's subvolume: %v", err)
 	}
 }
 
