@@ -113,7 +113,9 @@ func Probe(dir string) (*FS, error) {
 }
 
 // Make creates dir, whose parent must exist, as a directory whose contents
-// may take at most limit bytes. It leaves nothing behind when it fails.
+// may take at most limit bytes. It leaves nothing behind when it fails; an
+// error wrapping ErrUnsupported means the parent lies on another file
+// system (one mounted below the probed directory) that cannot have quotas.
 func (q *FS) Make(dir string, limit int64) error {
 	parent, name := filepath.Split(filepath.Clean(dir))
 	var args volArgs
@@ -129,6 +131,10 @@ func (q *FS) Make(dir string, limit int64) error {
 	if err := ioctl(int(p.Fd()), iocSubvolCreate, unsafe.Pointer(&args)); err != nil {
 		if errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("dirquota: make %s: %w", dir, os.ErrExist)
+		}
+		if errors.Is(err, unix.ENOTTY) {
+			// Another file system is mounted there.
+			return fmt.Errorf("%w: %s is not on btrfs", ErrUnsupported, parent)
 		}
 		return fmt.Errorf("dirquota: make %s as a btrfs subvolume: %w", dir, err)
 	}
@@ -156,6 +162,10 @@ func (q *FS) SetLimit(dir string, limit int64) (bool, error) {
 	defer f.Close()
 	args := qgroupLimitArgs{flags: limitMaxReferenced, maxRfer: uint64(limit)}
 	if err := ioctl(int(f.Fd()), iocQgroupLimit, unsafe.Pointer(&args)); err != nil {
+		if errors.Is(err, unix.ENOTCONN) {
+			// Another btrfs, without quotas, is mounted there.
+			return false, fmt.Errorf("%w: quotas are not enabled on the btrfs file system of %s", ErrUnsupported, dir)
+		}
 		return false, fmt.Errorf("dirquota: limit %s to %d bytes: %w", dir, limit, err)
 	}
 	return true, nil

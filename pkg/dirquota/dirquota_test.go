@@ -133,3 +133,29 @@ func TestProbeSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestMakeBelowAnotherFileSystem checks that Make under a mount of another
+// file system below the probed one reports ErrUnsupported and makes
+// nothing.
+func TestMakeBelowAnotherFileSystem(t *testing.T) {
+	fs := sandboxtest.Btrfs(t, 256<<20, true)
+	q, err := dirquota.Probe(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(fs, "other")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("toolwire-test", other, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(other, syscall.MNT_DETACH) })
+	dir := filepath.Join(other, "ws")
+	if err := q.Make(dir, 1<<20); !errors.Is(err, dirquota.ErrUnsupported) {
+		t.Fatalf("Make below a tmpfs: %v, want ErrUnsupported", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Make left %s behind: %v", dir, err)
+	}
+}

@@ -532,7 +532,12 @@ func sessionDir(cfg Config, quotas *dirquota.FS, sessionID, dir string, owner in
 	makeLeaf := func(path string, mode os.FileMode) error { return os.Mkdir(path, mode) }
 	if quotas != nil {
 		makeLeaf = func(path string, mode os.FileMode) error {
-			if err := quotas.Make(path, cfg.WorkspaceQuota); err != nil {
+			switch err := quotas.Make(path, cfg.WorkspaceQuota); {
+			case errors.Is(err, dirquota.ErrUnsupported):
+				// Below a mount of another file system: no quota, which
+				// the session's Hello then does not claim.
+				return os.Mkdir(path, mode)
+			case err != nil:
 				return err
 			}
 			quota = true

@@ -344,3 +344,57 @@ func TestFailedSetupReleasesEverything(t *testing.T) {
 		t.Fatalf("open once the workspace is reachable: %v", err)
 	}
 }
+
+// TestWorkspaceQuotaWhereItHolds opens sessions on an executor whose root
+// is a btrfs with quotas: a workspace it makes gets the quota and says so
+// in the Hello, one it makes below a mount of another file system, and one
+// the client owns already, get none and do not claim one.
+func TestWorkspaceQuotaWhereItHolds(t *testing.T) {
+	needRoot(t)
+	root := sandboxtest.Btrfs(t, 256<<20, true)
+	other := filepath.Join(root, "other")
+	owned := filepath.Join(root, "owned")
+	// The root and what is in it are nobody's, the tools' user.
+	for _, d := range []string{other, owned} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mount("toolwire-test", other, "tmpfs", 0, "size=1m,mode=0755,uid=65534,gid=65534"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(other, syscall.MNT_DETACH) })
+	for _, d := range []string{root, owned} {
+		if err := os.Chown(d, sandboxtest.NobodyUID, sandboxtest.NobodyGID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := Config{Root: root, SessionDirs: true, TempRoot: sandboxtest.Dir(t), WorkspaceQuota: 8 << 20, RequireWorkspaceQuota: true}
+	quotas, err := workspaceQuotas(cfg, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := resolve(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := envFactory(cfg, res, nil, nil, quotas)
+	for _, tc := range []struct {
+		session, workspace string
+		quota              bool
+	}{
+		{"made", "", true},
+		{"below-a-mount", "other/ws", false},
+		{"owned", "owned", false},
+	} {
+		env, info := openEnv(t, factory, tc.session, tc.workspace)
+		if got := slices.Contains(info.Enforced, "workspace_quota"); got != tc.quota || (env.Workspace != nil) != tc.quota {
+			t.Errorf("session %s: Hello claims a workspace quota %v, env reports one %v; want %v", tc.session, got, env.Workspace != nil, tc.quota)
+		}
+		if tc.quota {
+			if _, limit, ok := env.Workspace(); !ok || limit != 8<<20 {
+				t.Errorf("session %s: workspace usage limit %d, %v; want 8 MiB", tc.session, limit, ok)
+			}
+		}
+	}
+}
