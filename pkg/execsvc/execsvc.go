@@ -107,8 +107,9 @@ type Config struct {
 	// btrfs subvolumes, which the quota would not cover. Where Root
 	// cannot have quotas, the workspaces get none (and it is logged),
 	// unless RequireWorkspaceQuota makes New fail instead. A workspace
-	// the client names and that exists already is the client's own, and
-	// gets no quota.
+	// that exists already gets no quota (it is the client's own) unless
+	// the executor made it so for an earlier session: it then gets
+	// WorkspaceQuota as it is now.
 	WorkspaceQuota int64
 	// RequireWorkspaceQuota makes New fail when WorkspaceQuota cannot be
 	// enforced on Root.

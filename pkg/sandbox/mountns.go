@@ -56,10 +56,12 @@ func setupMounts(m *mountSetup) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("sandbox: make mounts private: %w%s", err, capHint(err, "CAP_SYS_ADMIN"))
 	}
-	if err := mountHiddenProc(); err != nil {
+	// The other sessions' temp mounts go first: mountHiddenProc reads the
+	// mount table, which is then one mount per session shorter.
+	if err := detachOtherTemps(m.tempDir); err != nil {
 		return err
 	}
-	if err := detachOtherTemps(m.tempDir); err != nil {
+	if err := mountHiddenProc(); err != nil {
 		return err
 	}
 	if m.idmap != nil {

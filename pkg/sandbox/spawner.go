@@ -484,8 +484,8 @@ func (s *spawner) start(r *spawnReq) (*os.Process, error) {
 		return nil, r.err
 	}
 	// Here, not on the spawner thread, so that the process's pidfd lands
-	// in the service's table. The child is not waited for before its Process is made: its
-	// pid cannot be reused before.
+	// in the service's table. The child is not waited for before its
+	// Process is made: its pid cannot be reused before.
 	return os.FindProcess(r.pid)
 }
 

@@ -267,14 +267,11 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, in bashI
 		txt = addLine(txt, limit)
 		res.IsError = true
 	}
-	if res.IsError || strings.Contains(txt, "No space left on device") || strings.Contains(txt, "Disk quota exceeded") {
+	if hasQuota(env) && (res.IsError || strings.Contains(txt, "No space left on device") || strings.Contains(txt, "Disk quota exceeded")) {
 		// A failure of a command whose temp directory or workspace is
 		// full (or a write that failed in a command that went on): the
 		// quota is the likely cause.
-		if q := tempQuotaNote(env); q != "" {
-			txt = addLine(txt, q)
-		}
-		if q := workspaceQuotaNote(env); q != "" {
+		for _, q := range quotaNotes(env) {
 			txt = addLine(txt, q)
 		}
 	}

@@ -8,6 +8,25 @@ import (
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
+// quotaNotes says which of the session's disk quotas are full (see
+// tempQuotaNote and workspaceQuotaNote): nothing when the session has none
+// or none is full.
+func quotaNotes(env *tool.Env) []string {
+	var notes []string
+	for _, q := range []string{tempQuotaNote(env), workspaceQuotaNote(env)} {
+		if q != "" {
+			notes = append(notes, q)
+		}
+	}
+	return notes
+}
+
+// hasQuota reports whether the session has a disk quota that quotaNotes
+// can say is full.
+func hasQuota(env *tool.Env) bool {
+	return (env.TempQuota > 0 && env.TempDir != "") || env.Workspace != nil
+}
+
 // tempFullBelow is the free space under which a session's temp directory
 // counts as full: a write of any size may fail there.
 const tempFullBelow = 64 << 10

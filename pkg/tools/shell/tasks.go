@@ -221,12 +221,7 @@ func settle(env *tool.Env, reg *registry, t *task, limits []string) {
 	if l := t.proc.LimitReached(); l != "" {
 		limits = append(limits, l)
 	}
-	if q := tempQuotaNote(env); q != "" {
-		limits = append(limits, q)
-	}
-	if q := workspaceQuotaNote(env); q != "" {
-		limits = append(limits, q)
-	}
+	limits = append(limits, quotaNotes(env)...)
 	limit := strings.Join(limits, " ")
 	if limit != "" {
 		appendNote(t.outPath, limit)
