@@ -255,7 +255,7 @@ type benchSession struct {
 	cancel context.CancelFunc
 }
 
-func openSession(b *testing.B, conn *grpc.ClientConn) *benchSession {
+func openSession(b testing.TB, conn *grpc.ClientConn) *benchSession {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stream, err := executorv1.NewExecutorServiceClient(conn).Execute(ctx)
@@ -272,7 +272,7 @@ func openSession(b *testing.B, conn *grpc.ClientConn) *benchSession {
 }
 
 // read sends one Read call and waits for its result.
-func (s *benchSession) read(b *testing.B, id string) {
+func (s *benchSession) read(b testing.TB, id string) {
 	use := &executorv1.ToolUse{Id: id, Name: "Read", InputJson: `{"file_path":"small.txt"}`, AssistantMessageId: "msg_" + id}
 	if err := s.stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_ToolUse{ToolUse: use}}); err != nil {
 		b.Fatal(err)

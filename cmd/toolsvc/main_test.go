@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/toolwire/toolwire/internal/testkit"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 )
 
@@ -130,6 +131,14 @@ func TestCallBlockPerLine(t *testing.T) {
 // address; the process is stopped with SIGTERM when the test ends.
 func startServe(t *testing.T, root string, extra ...string) (string, *exec.Cmd) {
 	t.Helper()
+	addr, cmd, _ := startServeLogged(t, root, extra...)
+	return addr, cmd
+}
+
+// startServeLogged is startServe that also returns toolsvc's log as it
+// grows.
+func startServeLogged(t *testing.T, root string, extra ...string) (string, *exec.Cmd, *testkit.Buffer) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -137,8 +146,8 @@ func startServe(t *testing.T, root string, extra ...string) (string, *exec.Cmd) 
 	addr := l.Addr().String()
 	_ = l.Close()
 	cmd := exec.Command(toolsvcBin, append([]string{"serve", "--listen", addr, "--insecure", "--root", root, "--log-format", "text"}, extra...)...)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
+	logs := &testkit.Buffer{}
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +159,7 @@ func startServe(t *testing.T, root string, extra ...string) (string, *exec.Cmd) 
 		}
 	})
 	waitServing(t, addr)
-	return addr, cmd
+	return addr, cmd, logs
 }
 
 func waitServing(t *testing.T, addr string) {

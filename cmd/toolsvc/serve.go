@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"time"
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -14,6 +15,7 @@ import (
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/execgrpc"
 	"github.com/toolwire/toolwire/pkg/execsvc"
+	"github.com/toolwire/toolwire/pkg/procs"
 	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"github.com/toolwire/toolwire/pkg/sandbox"
@@ -27,6 +29,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	grace := fs.Duration("grace", 30*time.Second, "on SIGTERM, how long running calls may finish before they are killed")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	adaptProcs := fs.Bool("adaptive-procs", true, "run Go code on one CPU while that keeps up and on all of them as soon as it does not, for the least latency per call (ignored when GOMAXPROCS is set); false keeps Go's default of all CPUs")
 	config := executorFlags(fs, false)
 	security := rpcauth.RegisterServerFlags(fs)
 	transport := rpcserver.RegisterTransportFlags(fs, "", "to a client")
@@ -57,6 +60,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg.Logger = log
+	if *adaptProcs {
+		stop := adaptSchedulerProcs(log)
+		defer stop()
+	}
 	if cfg.MCP.Servers, err = loadMCPConfigs(mcpConfigs, true); err != nil {
 		return err
 	}
@@ -135,6 +142,25 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	sandbox.ReleaseSessionTempRoots()
 	log.Info("toolsvc stopped")
 	return nil
+}
+
+// adaptSchedulerProcs runs the scheduler's Ps controller until the
+// returned function is called.
+func adaptSchedulerProcs(log *slog.Logger) (stop func()) {
+	if ok, why := procs.Applies(); !ok {
+		log.Info("scheduler Ps left as they are", "reason", why, "procs", runtime.GOMAXPROCS(0))
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		procs.Run(ctx, procs.Config{}, log)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // flushTelemetry exports what telemetry still buffers, waiting a few
