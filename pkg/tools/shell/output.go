@@ -40,8 +40,9 @@ type capture struct {
 	create func() (*os.File, error) // makes the output file when needed
 	quota  *tool.ByteQuota          // the session's saved-output quota; nil: none
 
-	mu      sync.Mutex // guards the fields below
-	file    *os.File   // nil until the output outgrows the head
+	mu      sync.Mutex    // guards the fields below
+	file    *os.File      // nil until the output outgrows the head
+	cache   *cacheRelease // keeps file from filling the page cache
 	fileErr error
 	head    []byte
 	headCap int // output up to this stays in memory only
@@ -132,6 +133,10 @@ func (c *capture) write(b []byte) {
 		c.keepUnsentLocked(b)
 	}
 	c.total += uint64(len(b))
+	if c.file != nil && c.fileErr == nil {
+		c.cache.written(int64(c.total))
+		c.cache.release(int64(c.sent), int64(c.total))
+	}
 	c.lines += uint64(bytes.Count(b, []byte{'\n'}))
 	if c.total-c.sent >= flushPending {
 		select {
@@ -192,6 +197,7 @@ func (c *capture) handOff(f *os.File) {
 func (c *capture) spillLocked() {
 	c.file, c.fileErr = c.create()
 	if c.fileErr == nil {
+		c.cache = newCacheRelease(c.file, c.tailCap)
 		c.fileErr = c.writeFile(c.head)
 		// Nothing has gone past the head yet: the ring is empty.
 		c.tailFile = c.fileErr == nil
@@ -224,7 +230,7 @@ func (c *capture) closeFile() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.file != nil {
-		c.file.Close()
+		c.cache.finish(c.file)
 	}
 }
 
