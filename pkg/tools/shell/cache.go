@@ -27,8 +27,8 @@ const (
 // the next stretches instead of fresh ones.
 //
 // A saved output is written once and read rarely (by the model, in parts),
-// so the cache holds only its last cacheKeep bytes while it grows, and none
-// of it after finish: a 64 MiB command output costs 8 MiB of cache, not 64
+// so while it grows the cache holds only its last cacheKeep bytes (and
+// what progress has yet to send), and none of it after finish: a 64 MiB command output costs 8 MiB of cache, not 64
 // MiB charged to the executor's memory for as long as the kernel keeps it.
 // On a virtual machine whose memory is backed on first touch, fresh pages
 // are also the most expensive part of writing the file (see
@@ -83,12 +83,13 @@ func (r *cacheRelease) release(upTo, end int64) {
 	r.released = upTo
 }
 
-// finish closes f, the file r releases, once nothing more is written to
-// it. A file long enough to have had pages released gets the rest of them
-// released too, after their writeback ends: that waits for the disk, so it
-// happens on a goroutine of its own, and the caller goes on at once.
+// finish closes f, the file r releases (r nil: none), once nothing more
+// is written to it. A file long enough to have had pages released gets
+// the rest of them released too, after their writeback ends: that waits
+// for the disk, so it happens on a goroutine of its own, and the caller
+// goes on at once.
 func (r *cacheRelease) finish(f *os.File) {
-	if r.released == 0 {
+	if r == nil || r.released == 0 {
 		f.Close()
 		return
 	}
