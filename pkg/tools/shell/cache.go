@@ -28,8 +28,9 @@ const (
 //
 // A saved output is written once and read rarely (by the model, in parts),
 // so while it grows the cache holds only its last cacheKeep bytes (and
-// what progress has yet to send), and none of it after finish: a 64 MiB command output costs 8 MiB of cache, not 64
-// MiB charged to the executor's memory for as long as the kernel keeps it.
+// what progress has yet to send), and none of it after finish: a 64 MiB
+// command output costs 8 MiB of cache, not 64 MiB charged to the
+// executor's memory for as long as the kernel keeps it.
 // On a virtual machine whose memory is backed on first touch, fresh pages
 // are also the most expensive part of writing the file (see
 // docs/benchmarks.md). Nothing here waits for the disk while the command
