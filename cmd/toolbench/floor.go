@@ -51,7 +51,7 @@ type transport struct {
 var (
 	untuned = transport{chunk: streamChunk}
 	tuned   = transport{tuned: true, Transport: rpcserver.Transport{StreamWindow: 4 << 20, ConnWindow: 16 << 20,
-		ReadBuffer: 256 << 10, WriteBuffer: 256 << 10}, pipeSize: 1 << 20, chunk: 256 << 10}
+		ReadBuffer: 256 << 10, WriteBuffer: 256 << 10, ReuseBuffers: true}, pipeSize: 1 << 20, chunk: 256 << 10}
 )
 
 // setPipeSize resizes the pipe f to t.pipeSize, if t asks for a size.

@@ -25,6 +25,9 @@ type Transport struct {
 	ReadBuffer int
 	// WriteBuffer is how many bytes gRPC gathers before a write.
 	WriteBuffer int
+	// ReuseBuffers encodes and decodes messages with Codec, in pooled
+	// buffers that are not cleared between uses.
+	ReuseBuffers bool
 }
 
 // DefaultTransport is what toolwire's servers and clients use unless told
@@ -32,7 +35,7 @@ type Transport struct {
 // up by acknowledgements (4 MiB per stream, 16 MiB per connection, which
 // also caps what a connection's slow reader can make the other end hold),
 // and buffers that take a 256 KiB Progress message in one system call.
-var DefaultTransport = Transport{StreamWindow: 4 << 20, ConnWindow: 16 << 20, ReadBuffer: 256 << 10, WriteBuffer: 256 << 10}
+var DefaultTransport = Transport{StreamWindow: 4 << 20, ConnWindow: 16 << 20, ReadBuffer: 256 << 10, WriteBuffer: 256 << 10, ReuseBuffers: true}
 
 // minWindow is the smallest window HTTP/2 (and gRPC) accepts.
 const minWindow = 64 << 10
@@ -68,6 +71,9 @@ func (t Transport) ServerOptions() []grpc.ServerOption {
 	if t.WriteBuffer > 0 {
 		o = append(o, grpc.WriteBufferSize(t.WriteBuffer))
 	}
+	if t.ReuseBuffers {
+		o = append(o, codecServerOption())
+	}
 	return o
 }
 
@@ -85,6 +91,9 @@ func (t Transport) DialOptions() []grpc.DialOption {
 	}
 	if t.WriteBuffer > 0 {
 		o = append(o, grpc.WithWriteBufferSize(t.WriteBuffer))
+	}
+	if t.ReuseBuffers {
+		o = append(o, codecDialOption())
 	}
 	return o
 }

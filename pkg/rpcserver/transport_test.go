@@ -26,7 +26,7 @@ func TestTransportFlags(t *testing.T) {
 		"--executor-grpc-read-buffer", "0", "--executor-grpc-write-buffer", "64KiB"}); err != nil {
 		t.Fatal(err)
 	}
-	want := rpcserver.Transport{StreamWindow: 8 << 20, ConnWindow: 64 << 10, ReadBuffer: 0, WriteBuffer: 64 << 10}
+	want := rpcserver.Transport{StreamWindow: 8 << 20, ConnWindow: 64 << 10, ReadBuffer: 0, WriteBuffer: 64 << 10, ReuseBuffers: true}
 	if *tr != want {
 		t.Errorf("parsed %+v, want %+v", *tr, want)
 	}
