@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -27,8 +28,10 @@ func TestBodyMatchesTheSDKs(t *testing.T) {
 		{Role: RoleUser, Content: []Block{TextBlock("again")}},
 	}
 	req := Request{Model: "claude-test", MaxTokens: 4096, System: "be brief",
-		Tools:    []Tool{{Name: "Read", Description: "reads", InputSchema: json.RawMessage(`{"type":"object"}`)}},
-		Messages: msgs}
+		Tools: []Tool{{Name: "Read", Description: "reads", InputSchema: json.RawMessage(`{"type":"object", "required": ["file_path"]}`)},
+			{Name: "Bash", Description: "runs"}},
+		WebSearch: &WebSearch{MaxUses: 3},
+		Messages:  msgs}
 	// All but the newest encoded, and a stale encoding of the newest, which
 	// must not be used: the newest carries the cache breakpoint.
 	for _, m := range msgs[:len(msgs)-1] {
@@ -40,14 +43,19 @@ func TestBodyMatchesTheSDKs(t *testing.T) {
 	}
 	req.Encoded = append(req.Encoded, json.RawMessage(`{"role":"user","content":"stale"}`))
 
-	p, err := c.params(req)
+	p, tools, err := c.params(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := body(p, req)
+	got, err := body(p, tools, req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The SDK's encoding of the same request: its own web search tool,
+	// the tools as the API takes them, the messages.
+	p.Tools = []anthropic.ToolUnionParam{{OfWebSearchTool20250305: &anthropic.WebSearchTool20250305Param{MaxUses: anthropic.Int(3)}},
+		param.Override[anthropic.ToolUnionParam](json.RawMessage(`{"name":"Read","description":"reads","input_schema":{"type":"object","required":["file_path"]}}`)),
+		param.Override[anthropic.ToolUnionParam](json.RawMessage(`{"name":"Bash","description":"runs","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}`))}
 	for _, m := range withCacheBreakpoint(msgs) {
 		raw, err := json.Marshal(m)
 		if err != nil {
@@ -78,5 +86,49 @@ func TestBodyMatchesTheSDKs(t *testing.T) {
 	}
 	if len(have["messages"].([]any)) != len(msgs) || have["system"] == nil || have["tools"] == nil || have["thinking"] == nil {
 		t.Errorf("body lacks a part: %s", got)
+	}
+}
+
+// TestToolJSONFollowsEveryChange encodes a tool, then tools that differ
+// from it in one part each: the cache gives each its own JSON, and the
+// first one again unchanged.
+func TestToolJSONFollowsEveryChange(t *testing.T) {
+	var tc toolCache
+	base := Tool{Name: "Read", Description: "reads", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	first, err := tc.encode(base, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	variants := []struct {
+		tool       Tool
+		breakpoint bool
+		want       string
+	}{
+		{base, false, `{"name":"Read","description":"reads","input_schema":{"type":"object"}}`},
+		{Tool{Name: "Read2", Description: "reads", InputSchema: base.InputSchema}, false, `{"name":"Read2","description":"reads","input_schema":{"type":"object"}}`},
+		{Tool{Name: "Read", Description: "reads files", InputSchema: base.InputSchema}, false, `{"name":"Read","description":"reads files","input_schema":{"type":"object"}}`},
+		{Tool{Name: "Read", Description: "reads", InputSchema: json.RawMessage(`{"type":"object","required":["x"]}`)}, false, `{"name":"Read","description":"reads","input_schema":{"type":"object","required":["x"]}}`},
+		{base, true, `{"name":"Read","description":"reads","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}`},
+		{Tool{Name: "Read", Description: "reads"}, false, `{"name":"Read","description":"reads","input_schema":{"type":"object"}}`},
+	}
+	for _, v := range variants {
+		got, err := tc.encode(v.tool, v.breakpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != v.want {
+			t.Errorf("encode(%+v, %v) = %s, want %s", v.tool, v.breakpoint, got, v.want)
+		}
+	}
+	if again, _ := tc.encode(base, false); string(again) != string(first) {
+		t.Errorf("the first tool again: %s, want %s", again, first)
+	}
+	for i := range maxCachedTools + 1 {
+		if _, err := tc.encode(Tool{Name: fmt.Sprint("t", i)}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(tc.raw); n > maxCachedTools {
+		t.Errorf("the cache holds %d tools, more than %d", n, maxCachedTools)
 	}
 }

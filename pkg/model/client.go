@@ -10,11 +10,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
-	"github.com/anthropics/anthropic-sdk-go/packages/param"
 	"github.com/cenkalti/backoff/v5"
 )
 
@@ -78,6 +78,7 @@ type Client struct {
 	cfg    Config
 	log    *slog.Logger
 	meters meters
+	tools  toolCache
 }
 
 // ErrNoCredentials is returned by New when neither an API key nor an auth
@@ -411,14 +412,15 @@ func (c *Client) Stream(ctx context.Context, req Request, on func(Event)) (resp 
 	ctx, span := startChat(ctx, req)
 	start := time.Now()
 	defer func() { c.meters.endChat(ctx, span, req, start, resp, err) }()
-	params, err := c.params(req)
+	params, tools, err := c.params(req)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := body(params, req)
+	raw, err := body(params, tools, req)
 	if err != nil {
 		return nil, err
 	}
+	sdkParams := anthropic.MessageNewParams{Model: params.Model, MaxTokens: params.MaxTokens}
 	policy := &retryPolicy{max: c.cfg.RetryMaxDelay, exp: backoff.ExponentialBackOff{
 		InitialInterval:     c.cfg.RetryBaseDelay,
 		RandomizationFactor: 0.25,
@@ -428,7 +430,7 @@ func (c *Client) Stream(ctx context.Context, req Request, on func(Event)) (resp 
 	attempt := 0
 	resp, err = backoff.Retry(ctx, func() (*Response, error) {
 		attempt++
-		resp, progressed, err := c.streamOnce(ctx, params, raw, on)
+		resp, progressed, err := c.streamOnce(ctx, sdkParams, raw, on)
 		policy.last = err
 		switch {
 		case err == nil:
@@ -495,7 +497,10 @@ func retryable(err error) bool {
 	return true
 }
 
-func (c *Client) params(req Request) (anthropic.MessageNewParams, error) {
+// params returns the request's parameters for the SDK, without its tools
+// and messages, and the tools' JSON in the order they are offered (the web
+// search tool first). body puts the two together with the messages.
+func (c *Client) params(req Request) (anthropic.MessageNewParams, []json.RawMessage, error) {
 	modelName := req.Model
 	if modelName == "" {
 		modelName = c.cfg.Model
@@ -509,7 +514,7 @@ func (c *Client) params(req Request) (anthropic.MessageNewParams, error) {
 		budget = c.cfg.ThinkingBudget
 	}
 	if len(req.Messages) == 0 {
-		return anthropic.MessageNewParams{}, errors.New("model: request has no messages")
+		return anthropic.MessageNewParams{}, nil, errors.New("model: request has no messages")
 	}
 	p := anthropic.MessageNewParams{
 		Model:     anthropic.Model(modelName),
@@ -517,54 +522,101 @@ func (c *Client) params(req Request) (anthropic.MessageNewParams, error) {
 	}
 	if budget > 0 {
 		if budget >= maxTokens {
-			return p, fmt.Errorf("model: thinking budget %d must be below max_tokens %d", budget, maxTokens)
+			return p, nil, fmt.Errorf("model: thinking budget %d must be below max_tokens %d", budget, maxTokens)
 		}
 		p.Thinking = anthropic.ThinkingConfigParamOfEnabled(int64(budget))
 	}
 	if req.System != "" {
 		p.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
 	}
+	tools := make([]json.RawMessage, 0, len(req.Tools)+1)
 	if ws := req.WebSearch; ws != nil {
 		if len(ws.AllowedDomains) > 0 && len(ws.BlockedDomains) > 0 {
-			return p, errors.New("model: web search takes allowed or blocked domains, not both")
+			return p, nil, errors.New("model: web search takes allowed or blocked domains, not both")
 		}
 		tp := &anthropic.WebSearchTool20250305Param{AllowedDomains: ws.AllowedDomains, BlockedDomains: ws.BlockedDomains}
 		if ws.MaxUses > 0 {
 			tp.MaxUses = anthropic.Int(int64(ws.MaxUses))
 		}
-		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfWebSearchTool20250305: tp})
+		raw, err := anthropic.ToolUnionParam{OfWebSearchTool20250305: tp}.MarshalJSON()
+		if err != nil {
+			return p, nil, fmt.Errorf("model: encode web search tool: %w", err)
+		}
+		tools = append(tools, raw)
 	}
 	marked := slices.ContainsFunc(req.Tools, func(t Tool) bool { return t.CacheBreakpoint })
 	for i, t := range req.Tools {
-		schema := t.InputSchema
-		if len(schema) == 0 {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		var cc *cacheControl
-		if t.CacheBreakpoint || (!marked && i == len(req.Tools)-1) {
-			cc = ephemeral
-		}
-		raw, err := json.Marshal(struct {
-			Name         string          `json:"name"`
-			Description  string          `json:"description,omitempty"`
-			InputSchema  json.RawMessage `json:"input_schema"`
-			CacheControl *cacheControl   `json:"cache_control,omitempty"`
-		}{t.Name, t.Description, schema, cc})
+		raw, err := c.tools.encode(t, t.CacheBreakpoint || (!marked && i == len(req.Tools)-1))
 		if err != nil {
-			return p, fmt.Errorf("model: encode tool %q: %w", t.Name, err)
+			return p, nil, err
 		}
-		p.Tools = append(p.Tools, param.Override[anthropic.ToolUnionParam](json.RawMessage(raw)))
+		tools = append(tools, raw)
 	}
-	return p, nil
+	return p, tools, nil
 }
 
-// body is the JSON of the request to send: p's fields, "stream": true
-// first (the SDK sets it, and finds it at once there), and the messages,
-// each taken from req.Encoded when it is there. The SDK would encode the
-// whole conversation again on every request; this copies the encoded
-// messages into place.
-func body(p anthropic.MessageNewParams, req Request) ([]byte, error) {
-	p.Messages = nil
+// toolCache keeps the JSON of the tools a client has offered: the same
+// tools go with every request of a conversation, and encoding them (their
+// schemas compacted by encoding/json) cost more than any other part of a
+// request's body but the messages.
+type toolCache struct {
+	mu  sync.Mutex
+	raw map[toolKey]json.RawMessage
+}
+
+// toolKey is what a tool's JSON is made of.
+type toolKey struct {
+	name, description, schema string
+	breakpoint                bool
+}
+
+// maxCachedTools bounds a toolCache: past it, the cache starts again
+// (tools offered once, by a client that keeps changing them, are not kept
+// for ever).
+const maxCachedTools = 1024
+
+// encode returns t's JSON, with a cache breakpoint after it if asked.
+func (tc *toolCache) encode(t Tool, breakpoint bool) (json.RawMessage, error) {
+	schema := t.InputSchema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	key := toolKey{t.Name, t.Description, string(schema), breakpoint}
+	tc.mu.Lock()
+	raw, ok := tc.raw[key]
+	tc.mu.Unlock()
+	if ok {
+		return raw, nil
+	}
+	var cc *cacheControl
+	if breakpoint {
+		cc = ephemeral
+	}
+	raw, err := json.Marshal(struct {
+		Name         string          `json:"name"`
+		Description  string          `json:"description,omitempty"`
+		InputSchema  json.RawMessage `json:"input_schema"`
+		CacheControl *cacheControl   `json:"cache_control,omitempty"`
+	}{t.Name, t.Description, schema, cc})
+	if err != nil {
+		return nil, fmt.Errorf("model: encode tool %q: %w", t.Name, err)
+	}
+	tc.mu.Lock()
+	if tc.raw == nil || len(tc.raw) >= maxCachedTools {
+		tc.raw = make(map[toolKey]json.RawMessage)
+	}
+	tc.raw[key] = raw
+	tc.mu.Unlock()
+	return raw, nil
+}
+
+// body is the JSON of the request to send: "stream": true first (the SDK
+// sets it, and finds it at once there), p's fields, the tools' JSON, and
+// the messages, each taken from req.Encoded when it is there. The SDK
+// would encode the tools and the whole conversation again on every
+// request; this copies their JSON into place.
+func body(p anthropic.MessageNewParams, tools []json.RawMessage, req Request) ([]byte, error) {
+	p.Messages, p.Tools = nil, nil
 	head, err := p.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("model: encode request: %w", err)
@@ -577,6 +629,9 @@ func body(p anthropic.MessageNewParams, req Request) ([]byte, error) {
 	msgs := withCacheBreakpoint(req.Messages)
 	raws := make([]json.RawMessage, len(msgs))
 	size := len(inner) + 64
+	for _, t := range tools {
+		size += len(t) + 1
+	}
 	for i, m := range msgs {
 		if i < len(req.Encoded) && i < len(msgs)-1 {
 			raws[i] = req.Encoded[i]
@@ -591,14 +646,24 @@ func body(p anthropic.MessageNewParams, req Request) ([]byte, error) {
 		b = append(b, inner...)
 		b = append(b, ',')
 	}
-	b = append(b, `"messages":[`...)
+	if len(tools) > 0 {
+		b = appendArray(append(b, `"tools":`...), tools)
+		b = append(b, ',')
+	}
+	b = appendArray(append(b, `"messages":`...), raws)
+	return append(b, '}'), nil
+}
+
+// appendArray appends the JSON array of raws to b.
+func appendArray(b []byte, raws []json.RawMessage) []byte {
+	b = append(b, '[')
 	for i, raw := range raws {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, raw...)
 	}
-	return append(b, "]}"...), nil
+	return append(b, ']')
 }
 
 // streamOnce sends the request once and streams its response. The SDK's
@@ -609,8 +674,8 @@ func body(p anthropic.MessageNewParams, req Request) ([]byte, error) {
 // arrived complete, so that a stream cut mid-message leaves a response
 // whose every block can be kept.
 //
-// The request sent is body; params, which lacks the messages, is for the
-// SDK's own bookkeeping (its span's attributes).
+// The request sent is body. The SDK encodes params too before body takes
+// their place, so Stream passes only the model and max_tokens.
 func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, body []byte, on func(Event)) (resp *Response, progressed bool, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
