@@ -88,7 +88,7 @@ func BenchmarkLoopOverhead(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer fake.Close()
-			orch, closeOrch := benchOrchestrator(b, fake, addr)
+			orch, closeOrch := benchOrchestrator(b, fake.URL, addr)
 			defer closeOrch()
 
 			var gaps, tails []time.Duration
@@ -172,8 +172,8 @@ func reads(root string, i int) []fakeapi.Block {
 
 // benchOrchestrator returns an orchestrator using the fake API and the
 // executor at addr, the way `orchestrator --executor addr` dials it.
-func benchOrchestrator(b *testing.B, fake *fakeapi.Server, addr string) (*orchestrator.Orchestrator, func()) {
-	mc, err := model.New(model.Config{APIKey: "test", BaseURL: fake.URL, Model: "claude-bench", MaxRetries: -1})
+func benchOrchestrator(b *testing.B, apiURL, addr string) (*orchestrator.Orchestrator, func()) {
+	mc, err := model.New(model.Config{APIKey: "test", BaseURL: apiURL, Model: "claude-bench", MaxRetries: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -222,10 +222,11 @@ const turnsPerConversation = 200
 // and sending each request, whose body holds the whole history, as the API
 // requires.
 //
-// The fake API forgets each turn's requests once they are checked: in
-// the benchmark's process, a fake keeping hundreds of request bodies and
-// their decoded forms would make every garbage collection, and so the
-// late turns, slower for reasons of its own.
+// The fake API runs in a process of its own, as the API does: decoding a
+// request of turn 200 (two hundred turns of history, twice) costs the fake
+// several times what the turn costs the orchestrator, and in the
+// benchmark's process the garbage collection of what it decoded fell on
+// the orchestrator's time, more the longer the conversation.
 //
 // Reported: own-ms-tN, the median own time of turns N-4..N (turns 1..5 for
 // t1), with the median over iterations when b.N > 1; and t200/t1, their
@@ -237,17 +238,13 @@ func BenchmarkTurnOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	addr := startToolsvc(b, root)
-	fake, err := fakeapi.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer fake.Close()
-	orch, closeOrch := benchOrchestrator(b, fake, addr)
+	fake := startFakeAPIProcess(b, file)
+	orch, closeOrch := benchOrchestrator(b, fake.URL, addr)
 	defer closeOrch()
 
 	marks := []int{1, 50, 100, 200}
 	perMark := make(map[int][]time.Duration)
-	for i := 0; b.Loop(); i++ {
+	for b.Loop() {
 		sess, err := orch.Create(context.Background(), "", orchestrator.SessionConfig{Settings: &settings.Settings{
 			Permissions: settings.Permissions{DefaultMode: permission.ModeBypass},
 		}})
@@ -256,35 +253,27 @@ func BenchmarkTurnOverhead(b *testing.B) {
 		}
 		own := make([]time.Duration, turnsPerConversation+1)
 		for turn := 1; turn <= turnsPerConversation; turn++ {
-			// Alternate two ranges so that no Read is answered with the
-			// "unchanged" stub.
-			input := map[string]any{"file_path": file}
-			if turn%2 == 0 {
-				input["offset"], input["limit"] = 1, 2
-			}
-			fake.Push(fakeapi.ToolTurn(fakeapi.ToolUse(fmt.Sprintf("toolu_%d_%d", i, turn), "Read", input)),
-				fakeapi.EndTurn(fakeapi.Text("done with turn "+fmt.Sprint(turn))))
 			start := time.Now()
 			res, err := sess.Run(context.Background(), fmt.Sprintf("turn %d: read the file", turn))
 			end := time.Now()
 			if err != nil || res.StopReason != orchestrator.StopEndTurn {
 				b.Fatalf("turn %d: %+v %v", turn, res, err)
 			}
-			reqs := fake.Requests()
+			reqs, err := fake.finished(2)
+			if err != nil {
+				b.Fatal(err)
+			}
 			if len(reqs) != 2 {
 				b.Fatalf("turn %d made %d requests, want 2", turn, len(reqs))
 			}
-			fake.Forget() // the fake keeps no history: it is not the orchestrator's
 			first, second := reqs[0], reqs[1]
-			if got := len(second.Body.Messages); got != 4*turn-1 {
-				b.Fatalf("turn %d sent %d messages, want %d", turn, got, 4*turn-1)
+			if first.messages != 4*turn-3 || second.messages != 4*turn-1 {
+				b.Fatalf("turn %d sent %d and %d messages, want %d and %d", turn, first.messages, second.messages, 4*turn-3, 4*turn-1)
 			}
-			for _, blk := range second.Body.Messages[len(second.Body.Messages)-1].Content {
-				if blk.IsError != nil && *blk.IsError {
-					b.Fatalf("turn %d: the Read failed: %+v", turn, blk)
-				}
+			if second.isError {
+				b.Fatalf("turn %d: the Read failed", turn)
 			}
-			own[turn] = first.Received.Sub(start) + second.Received.Sub(lastResult(sess)) + end.Sub(second.Finished)
+			own[turn] = first.received.Sub(start) + second.received.Sub(lastResult(sess)) + end.Sub(second.finished)
 		}
 		for _, m := range marks {
 			perMark[m] = append(perMark[m], median(own[max(m-4, 1):max(m+1, 6)]))

@@ -34,6 +34,9 @@ import (
 var orchestratorBin, toolsvcBin string
 
 func TestMain(m *testing.M) {
+	if file, ok := childMode(); ok {
+		os.Exit(runFakeAPIChild(file))
+	}
 	dir, err := os.MkdirTemp("", "orchestrator-test-")
 	if err != nil {
 		panic(err)

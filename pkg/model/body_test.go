@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -32,17 +33,39 @@ func TestBodyMatchesTheSDKs(t *testing.T) {
 			{Name: "Bash", Description: "runs"}},
 		WebSearch: &WebSearch{MaxUses: 3},
 		Messages:  msgs}
-	// All but the newest encoded, and a stale encoding of the newest, which
-	// must not be used: the newest carries the cache breakpoint.
+	var encoded []json.RawMessage
 	for _, m := range msgs[:len(msgs)-1] {
 		raw, err := EncodeMessage(m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Encoded = append(req.Encoded, raw)
+		encoded = append(encoded, raw)
 	}
-	req.Encoded = append(req.Encoded, json.RawMessage(`{"role":"user","content":"stale"}`))
+	// None encoded, some, all but the newest, and all with a stale
+	// encoding of the newest, which must not be used: the newest carries
+	// the cache breakpoint.
+	for _, given := range [][]json.RawMessage{nil, encoded[:2], encoded,
+		append(slices.Clone(encoded), json.RawMessage(`{"role":"user","content":"stale"}`))} {
+		req.Encoded = given
+		checkBody(t, c, req)
+	}
+	// What the caller gave goes in as it is, not encoded again.
+	spaced := append(json.RawMessage(`{ `), encoded[1][1:]...)
+	req.Encoded = append([]json.RawMessage{encoded[0], spaced}, encoded[2:]...)
+	p, tools, err := c.params(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := body(p, tools, req); err != nil || !bytes.Contains(got, spaced) {
+		t.Errorf("body does not hold the given encoding %.40s (err %v)", spaced, err)
+	}
+}
 
+// checkBody compares body's JSON for req with the SDK's encoding of the
+// same request.
+func checkBody(t *testing.T, c *Client, req Request) {
+	t.Helper()
+	msgs := req.Messages
 	p, tools, err := c.params(req)
 	if err != nil {
 		t.Fatal(err)

@@ -420,7 +420,8 @@ func (c *Client) Stream(ctx context.Context, req Request, on func(Event)) (resp 
 	if err != nil {
 		return nil, err
 	}
-	sdkParams := anthropic.MessageNewParams{Model: params.Model, MaxTokens: params.MaxTokens}
+	sdkParams := anthropic.MessageNewParams{Model: params.Model, MaxTokens: params.MaxTokens, Thinking: params.Thinking}
+
 	policy := &retryPolicy{max: c.cfg.RetryMaxDelay, exp: backoff.ExponentialBackOff{
 		InitialInterval:     c.cfg.RetryBaseDelay,
 		RandomizationFactor: 0.25,
@@ -626,19 +627,30 @@ func body(p anthropic.MessageNewParams, tools []json.RawMessage, req Request) ([
 		return nil, fmt.Errorf("model: request encoded as %.40q, not an object", head)
 	}
 	inner := bytes.TrimSpace(head[1 : len(head)-1])
-	msgs := withCacheBreakpoint(req.Messages)
-	raws := make([]json.RawMessage, len(msgs))
-	size := len(inner) + 64
-	for _, t := range tools {
-		size += len(t) + 1
-	}
-	for i, m := range msgs {
-		if i < len(req.Encoded) && i < len(msgs)-1 {
-			raws[i] = req.Encoded[i]
-		} else if raws[i], err = EncodeMessage(m); err != nil {
+	// Messages with JSON of their own, then the rest encoded here, the
+	// newest with the cache breakpoint. The conversation is not copied:
+	// in a long one, every copy of it costs more than the rest of the
+	// request.
+	msgs := req.Messages
+	n := len(msgs)
+	known := min(len(req.Encoded), max(n-1, 0))
+	rest := make([]json.RawMessage, 0, n-known)
+	for i := known; i < n; i++ {
+		m := msgs[i]
+		if i == n-1 {
+			m = withCacheBreakpoint(msgs[i:])[0]
+		}
+		raw, err := EncodeMessage(m)
+		if err != nil {
 			return nil, err
 		}
-		size += len(raws[i]) + 1
+		rest = append(rest, raw)
+	}
+	size := len(inner) + 64
+	for _, group := range [][]json.RawMessage{tools, req.Encoded[:known], rest} {
+		for _, raw := range group {
+			size += len(raw) + 1
+		}
 	}
 	b := make([]byte, 0, size)
 	b = append(b, `{"stream":true,`...)
@@ -650,18 +662,22 @@ func body(p anthropic.MessageNewParams, tools []json.RawMessage, req Request) ([
 		b = appendArray(append(b, `"tools":`...), tools)
 		b = append(b, ',')
 	}
-	b = appendArray(append(b, `"messages":`...), raws)
+	b = appendArray(append(b, `"messages":`...), req.Encoded[:known], rest)
 	return append(b, '}'), nil
 }
 
-// appendArray appends the JSON array of raws to b.
-func appendArray(b []byte, raws []json.RawMessage) []byte {
+// appendArray appends to b one JSON array of the raws of every group.
+func appendArray(b []byte, groups ...[]json.RawMessage) []byte {
 	b = append(b, '[')
-	for i, raw := range raws {
-		if i > 0 {
-			b = append(b, ',')
+	first := true
+	for _, group := range groups {
+		for _, raw := range group {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = append(b, raw...)
 		}
-		b = append(b, raw...)
 	}
 	return append(b, ']')
 }
@@ -675,7 +691,8 @@ func appendArray(b []byte, raws []json.RawMessage) []byte {
 // whose every block can be kept.
 //
 // The request sent is body. The SDK encodes params too before body takes
-// their place, so Stream passes only the model and max_tokens.
+// their place, so Stream passes only what the SDK looks at itself (the
+// model and thinking, for its deprecation warnings) and max_tokens.
 func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, body []byte, on func(Event)) (resp *Response, progressed bool, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

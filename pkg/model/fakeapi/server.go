@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/toolwire/toolwire/pkg/model"
 )
 
@@ -110,6 +112,7 @@ type Server struct {
 	forgotten int
 	errs      []error
 	arrived   chan struct{} // closed and replaced on every request
+	shallow   bool
 }
 
 // Start starts a server on 127.0.0.1 with an empty script.
@@ -176,6 +179,17 @@ func (s *Server) PushFunc(rs ...Responder) {
 func (s *Server) SetFallback(r Responder) {
 	s.mu.Lock()
 	s.fallback = r
+	s.mu.Unlock()
+}
+
+// SetShallow turns the decoding of requests off (on is the default): Body
+// then holds only Model and Stream, JSON is nil, and responders and tests
+// read Raw (with gjson, which finds a field without decoding the rest). For
+// benchmarks of long conversations, in which decoding each request's
+// history would cost the fake more than the client it serves.
+func (s *Server) SetShallow(on bool) {
+	s.mu.Lock()
+	s.shallow = on
 	s.mu.Unlock()
 }
 
@@ -257,7 +271,7 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found_error", "no such endpoint in the fake")
 		return
 	}
-	raw, err := io.ReadAll(hr.Body)
+	raw, err := readBody(hr)
 	if err != nil {
 		s.fail(fmt.Errorf("fakeapi: read body: %w", err))
 		return
@@ -272,11 +286,22 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 		}
 	}()
 	req := &Request{Received: time.Now(), Header: hr.Header.Clone(), Raw: raw, ctx: ctx}
-	if err := json.Unmarshal(raw, &req.Body); err != nil {
-		s.fail(fmt.Errorf("fakeapi: decode request: %w", err))
-	}
-	if err := json.Unmarshal(raw, &req.JSON); err != nil {
-		s.fail(fmt.Errorf("fakeapi: decode request: %w", err))
+	s.mu.Lock()
+	shallow := s.shallow
+	s.mu.Unlock()
+	switch {
+	case shallow:
+		if !gjson.ValidBytes(raw) {
+			s.fail(fmt.Errorf("fakeapi: decode request: not JSON"))
+		}
+		req.Body.Model, req.Body.Stream = gjson.GetBytes(raw, "model").String(), gjson.GetBytes(raw, "stream").Bool()
+	default:
+		if err := json.Unmarshal(raw, &req.Body); err != nil {
+			s.fail(fmt.Errorf("fakeapi: decode request: %w", err))
+		}
+		if err := json.Unmarshal(raw, &req.JSON); err != nil {
+			s.fail(fmt.Errorf("fakeapi: decode request: %w", err))
+		}
 	}
 
 	s.mu.Lock()
@@ -315,6 +340,24 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 		req.Finished = time.Now()
 		s.mu.Unlock()
 	}
+}
+
+// maxSizedBody is the largest Content-Length readBody allocates for at
+// once.
+const maxSizedBody = 64 << 20
+
+// readBody reads a request's body whole: into one buffer of its length when
+// the client sent one, as a server does (io.ReadAll would grow its buffer
+// from 512 bytes, copying a long conversation's body a dozen times).
+func readBody(hr *http.Request) ([]byte, error) {
+	if n := hr.ContentLength; n > 0 && n <= maxSizedBody {
+		raw := make([]byte, n)
+		if _, err := io.ReadFull(hr.Body, raw); err != nil {
+			return nil, err
+		}
+		return raw, nil
+	}
+	return io.ReadAll(hr.Body)
 }
 
 func writeError(w http.ResponseWriter, status int, typ, msg string) {

@@ -85,3 +85,31 @@ func TestForget(t *testing.T) {
 		t.Errorf("after Forget: %d requests, first index %d; want one, index 2", len(got), got[0].Index)
 	}
 }
+
+// TestShallowKeepsTheBodyRaw checks a shallow server: the model and the
+// stream flag are read, the rest is left in Raw, a request that does not
+// stream is still refused, and one that is not JSON is still noticed.
+func TestShallowKeepsTheBodyRaw(t *testing.T) {
+	s := fakeapi.New(t, fakeapi.EndTurn(fakeapi.Text("ok")), fakeapi.EndTurn(fakeapi.Text("ok")))
+	s.SetShallow(true)
+	body := `{"stream":true,"model":"m","max_tokens":10,"messages":[{"role":"user","content":"x"}]}`
+	if resp := post(t, s.URL, body); resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 1 || reqs[0].Body.Model != "m" || !reqs[0].Body.Stream || reqs[0].Body.Messages != nil ||
+		reqs[0].JSON != nil || string(reqs[0].Raw) != body {
+		t.Fatalf("recorded = %+v", reqs[0])
+	}
+	if resp := post(t, s.URL, `{"model":"m","messages":[]}`); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a request that does not stream: status %d, want 400", resp.StatusCode)
+	}
+	if len(s.Errors()) != 1 {
+		t.Fatalf("errors %v, want the one of the request that does not stream", s.Errors())
+	}
+	s.Push(fakeapi.EndTurn())
+	post(t, s.URL, `{"stream":true,`)
+	if errs := s.Errors(); len(errs) != 2 || !strings.Contains(errs[1].Error(), "not JSON") {
+		t.Errorf("errors %v, want the body that is not JSON named", errs)
+	}
+}
