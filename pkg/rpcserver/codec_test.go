@@ -5,13 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -60,25 +58,7 @@ func TestCodecCarriesMessagesOfEverySize(t *testing.T) {
 			}
 		}
 	}))
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	defer func() {
-		srv.Stop()
-		<-done
-	}()
-	conn, err := grpc.NewClient(lis.Addr().String(), append(rpcserver.DefaultTransport.DialOptions(),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServed(t, srv)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/test.Echo/Echo")

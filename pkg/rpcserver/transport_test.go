@@ -69,25 +69,7 @@ func TestTransportWindows(t *testing.T) {
 		<-stream.Context().Done() // read nothing until the client goes
 		return nil
 	}))
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	defer func() {
-		srv.Stop()
-		<-done
-	}()
-	conn, err := grpc.NewClient(lis.Addr().String(), append(rpcserver.DefaultTransport.DialOptions(),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServed(t, srv)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/test.Bulk/Both")
@@ -121,4 +103,30 @@ func TestTransportWindows(t *testing.T) {
 		got += len(m.GetValue())
 	}
 	cancel()
+}
+
+// dialServed serves srv on a loopback TCP port and returns a connection to
+// it with DefaultTransport's options; both end with the test.
+func dialServed(t *testing.T, srv *rpcserver.Server) *grpc.ClientConn {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(lis)
+	}()
+	t.Cleanup(func() {
+		srv.Stop()
+		<-done
+	})
+	conn, err := grpc.NewClient(lis.Addr().String(), append(rpcserver.DefaultTransport.DialOptions(),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
