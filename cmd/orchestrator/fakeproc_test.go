@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -178,11 +177,4 @@ func (f *fakeAPIProcess) finished(n int) ([]fakeRequest, error) {
 		reqs = append(reqs, r)
 	}
 	return nil, fmt.Errorf("fake API process ended: %v", f.out.Err())
-}
-
-// childMode reports whether this process is runFakeAPIChild's, and the
-// file it reads.
-func childMode() (string, bool) {
-	file := os.Getenv(fakeAPIChildEnv)
-	return file, strings.TrimSpace(file) != ""
 }

@@ -34,7 +34,7 @@ import (
 var orchestratorBin, toolsvcBin string
 
 func TestMain(m *testing.M) {
-	if file, ok := childMode(); ok {
+	if file := os.Getenv(fakeAPIChildEnv); file != "" {
 		os.Exit(runFakeAPIChild(file))
 	}
 	dir, err := os.MkdirTemp("", "orchestrator-test-")

@@ -106,20 +106,16 @@ func share(n, rounds, r int) int {
 // can do, served by the echo server) over transport t. The tuned transport
 // gives the gRPC floors, the references and the head reference only, with
 // "_tuned" appended to their ids; spawns do not depend on it.
-// reuseNote names the codec with reused buffers in a tuned figure's label.
-func reuseNote(reuse bool) string {
-	if reuse {
-		return ", buffers reused uncleared"
-	}
-	return ""
-}
-
 func floorFigures(p plan, t transport, echoPid int, ping *pingStream, readFile *readFileStream, echo *grpc.ClientConn) []*figure {
 	id, note := func(s string) string { return s }, ""
 	if t.tuned {
 		id = func(s string) string { return s + tunedSuffix }
+		reuse := ""
+		if t.ReuseBuffers {
+			reuse = ", buffers reused uncleared"
+		}
 		note = fmt.Sprintf(" (tuned: windows %d/%d MiB, buffers %d KiB, %d KiB messages and reads, pipe %d MiB%s)",
-			t.StreamWindow>>20, t.ConnWindow>>20, t.ReadBuffer>>10, t.chunk>>10, t.pipeSize>>20, reuseNote(t.ReuseBuffers))
+			t.StreamWindow>>20, t.ConnWindow>>20, t.ReadBuffer>>10, t.chunk>>10, t.pipeSize>>20, reuse)
 	}
 	figs := []*figure{
 		{id: id("floor_grpc_pingpong"), label: "floor: bare gRPC bidi ping-pong, 1 KiB each way" + note, unit: latency, n: p.n, warm: p.warm, pids: []int{echoPid},
