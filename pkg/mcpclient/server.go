@@ -384,7 +384,6 @@ func (s *server) watch(c *connection) {
 		code, _ := c.proc.Wait()
 		reason = fmt.Sprintf("the server exited with code %d; it is started again for the next call%s", code, c.stderr.suffix())
 	}
-	close(c.done)
 	s.mu.Lock()
 	if s.conn == c {
 		s.conn, s.st, s.err = nil, StateDisconnected, reason
@@ -394,6 +393,8 @@ func (s *server) watch(c *connection) {
 		}
 	}
 	s.mu.Unlock()
+	// Closed last: whoever waits for c to end reads the reason above.
+	close(c.done)
 }
 
 // lost forgets c after a call found it broken, so that the next call
