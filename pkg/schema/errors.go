@@ -61,7 +61,7 @@ func parseInput(toolName, input string) (*value, error) {
 	if err := scanText(toolName, input); err != nil {
 		return nil, err
 	}
-	v, err := parse([]byte(input), true)
+	v, err := parseValid([]byte(input), true)
 	var dup *duplicateKeyError
 	switch {
 	case errors.As(err, &dup):

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
+	"slices"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // kind is the JSON type of a value, in the names the validator uses.
@@ -79,89 +80,159 @@ func (e *duplicateKeyError) Error() string { return "duplicate key " + e.key }
 // its last value, as JSON.parse does (for schemas, which the model did not
 // write).
 func parse(data []byte, strict bool) (*value, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	p := parser{dec: dec, strict: strict}
-	v, err := p.value(nil)
-	if err != nil {
-		return nil, err
+	if !json.Valid(data) {
+		return nil, errors.New("not a JSON text")
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("unexpected data after the JSON value")
+	return parseValid(data, strict)
+}
+
+// parseValid is parse for data that json.Valid accepts. It reads the text
+// in one pass; strings with an escape or a byte that is not UTF-8 are
+// decoded by encoding/json, so they come out exactly as there.
+func parseValid(data []byte, strict bool) (*value, error) {
+	p := parser{data: data, strict: strict}
+	return p.value()
+}
+
+// parser reads values from a valid JSON text.
+type parser struct {
+	data   []byte
+	pos    int
+	strict bool
+	path   []any // of the value being read
+}
+
+// membersIndexed is the member count from which an object's keys are
+// looked up in a map rather than by a scan.
+const membersIndexed = 16
+
+func (p *parser) skipSpace() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
 	}
+}
+
+func (p *parser) value() (*value, error) {
+	p.skipSpace()
+	switch p.data[p.pos] {
+	case '{':
+		return p.object()
+	case '[':
+		p.pos++
+		v := &value{kind: kindArray}
+		for p.skipSpace(); p.data[p.pos] != ']'; p.skipSpace() {
+			if len(v.items) > 0 {
+				p.pos++ // ','
+			}
+			p.path = append(p.path, len(v.items))
+			item, err := p.value()
+			p.path = p.path[:len(p.path)-1]
+			if err != nil {
+				return nil, err
+			}
+			v.items = append(v.items, item)
+		}
+		p.pos++
+		return v, nil
+	case '"':
+		s, err := p.string()
+		return &value{kind: kindString, str: s}, err
+	case 't':
+		p.pos += len("true")
+		return &value{kind: kindBool, boolean: true}, nil
+	case 'f':
+		p.pos += len("false")
+		return &value{kind: kindBool}, nil
+	case 'n':
+		p.pos += len("null")
+		return &value{kind: kindNull}, nil
+	}
+	start := p.pos
+	for p.pos < len(p.data) && strings.IndexByte("+-0123456789.eE", p.data[p.pos]) >= 0 {
+		p.pos++
+	}
+	return &value{kind: kindNumber, num: json.Number(p.data[start:p.pos])}, nil
+}
+
+func (p *parser) object() (*value, error) {
+	p.pos++
+	v := &value{kind: kindObject}
+	var index map[string]int
+	for p.skipSpace(); p.data[p.pos] != '}'; p.skipSpace() {
+		if len(v.members) > 0 {
+			p.pos++ // ','
+			p.skipSpace()
+		}
+		key, err := p.string()
+		if err != nil {
+			return nil, err
+		}
+		p.skipSpace()
+		p.pos++ // ':'
+		i := -1
+		if index != nil {
+			if j, ok := index[key]; ok {
+				i = j
+			}
+		} else {
+			i = slices.IndexFunc(v.members, func(m member) bool { return m.key == key })
+		}
+		if i >= 0 && p.strict {
+			return nil, &duplicateKeyError{key: key, path: slices.Clone(p.path)}
+		}
+		p.path = append(p.path, key)
+		item, err := p.value()
+		p.path = p.path[:len(p.path)-1]
+		if err != nil {
+			return nil, err
+		}
+		if i >= 0 {
+			v.members[i].val = item
+			continue
+		}
+		v.members = append(v.members, member{key: key, val: item})
+		switch {
+		case index != nil:
+			index[key] = len(v.members) - 1
+		case len(v.members) == membersIndexed:
+			index = make(map[string]int, 2*membersIndexed)
+			for j, m := range v.members {
+				index[m.key] = j
+			}
+		}
+	}
+	p.pos++
 	return v, nil
 }
 
-// parser reads values from a decoder.
-type parser struct {
-	dec    *json.Decoder
-	strict bool
-}
-
-func (p *parser) value(path []any) (*value, error) {
-	dec := p.dec
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case nil:
-		return &value{kind: kindNull}, nil
-	case bool:
-		return &value{kind: kindBool, boolean: t}, nil
-	case json.Number:
-		return &value{kind: kindNumber, num: t}, nil
-	case string:
-		return &value{kind: kindString, str: t}, nil
-	case json.Delim:
-		switch t {
-		case '[':
-			v := &value{kind: kindArray}
-			for dec.More() {
-				item, err := p.value(appendPath(path, len(v.items)))
-				if err != nil {
-					return nil, err
-				}
-				v.items = append(v.items, item)
+// string reads the string at p.pos.
+func (p *parser) string() (string, error) {
+	start := p.pos
+	p.pos++
+	plain := true
+	for {
+		switch c := p.data[p.pos]; {
+		case c == '"':
+			p.pos++
+			raw := p.data[start:p.pos]
+			if plain && utf8.Valid(raw) {
+				return string(raw[1 : len(raw)-1]), nil
 			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return v, nil
-		case '{':
-			v := &value{kind: kindObject}
-			index := make(map[string]int)
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				key, ok := kt.(string)
-				if !ok {
-					return nil, fmt.Errorf("object key is %v, not a string", kt)
-				}
-				i, dup := index[key]
-				if dup && p.strict {
-					return nil, &duplicateKeyError{key: key, path: path}
-				}
-				item, err := p.value(appendPath(path, key))
-				if err != nil {
-					return nil, err
-				}
-				if dup {
-					v.members[i].val = item
-					continue
-				}
-				index[key] = len(v.members)
-				v.members = append(v.members, member{key: key, val: item})
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return v, nil
+			var s string
+			err := json.Unmarshal(raw, &s)
+			return s, err
+		case c == '\\':
+			plain = false
+			p.pos += 2
+		default:
+			p.pos++
 		}
 	}
-	return nil, fmt.Errorf("unexpected token %v", tok)
 }
 
 // float returns the number's value. Numbers too large for a float64 come
@@ -208,11 +279,30 @@ func (v *value) encode(buf *bytes.Buffer) {
 // writeString writes s as a JSON string without HTML escaping, the way
 // JSON.stringify does.
 func writeString(buf *bytes.Buffer, s string) {
+	if !needsEscape(s) {
+		buf.WriteByte('"')
+		buf.WriteString(s)
+		buf.WriteByte('"')
+		return
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	buf.Write(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+}
+
+// needsEscape reports whether s holds a byte that JSON.stringify would not
+// write as it is: a quote, a backslash, a control character, or anything
+// outside ASCII (left to encoding/json, which escapes U+2028 and U+2029 and
+// replaces bytes that are not UTF-8).
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
 }
 
 // formatNumber prints f the way JavaScript's Number#toString does for the
