@@ -1,12 +1,15 @@
 // Package testkit holds small helpers that many of the repository's tests
 // share: a buffer that a child process or logger may write while the test
-// reads it, the end of a long log for a failure message, and random ids.
+// reads it, the end of a long log for a failure message, random ids, and
+// a home in which the go command leaves nothing running.
 package testkit
 
 import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -48,4 +51,19 @@ func RandomHex(t testing.TB, n int) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// GoTelemetryOff turns Go telemetry off for go commands run with HOME set
+// to home. With it on (local, the default), a go command leaves a process
+// behind that may still be writing counters under home when the test
+// removes it.
+func GoTelemetryOff(t testing.TB, home string) {
+	t.Helper()
+	dir := filepath.Join(home, ".config", "go", "telemetry")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mode"), []byte("off"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -99,7 +99,6 @@ type parser struct {
 	data   []byte
 	pos    int
 	strict bool
-	path   []any // of the value being read
 }
 
 // membersIndexed is the member count from which an object's keys are
@@ -129,11 +128,9 @@ func (p *parser) value() (*value, error) {
 			if len(v.items) > 0 {
 				p.pos++ // ','
 			}
-			p.path = append(p.path, len(v.items))
 			item, err := p.value()
-			p.path = p.path[:len(p.path)-1]
 			if err != nil {
-				return nil, err
+				return nil, within(err, len(v.items))
 			}
 			v.items = append(v.items, item)
 		}
@@ -174,24 +171,19 @@ func (p *parser) object() (*value, error) {
 		}
 		p.skipSpace()
 		p.pos++ // ':'
-		i := -1
-		if index != nil {
-			if j, ok := index[key]; ok {
-				i = j
-			}
-		} else {
+		i, ok := index[key]
+		if index == nil {
 			i = slices.IndexFunc(v.members, func(m member) bool { return m.key == key })
+			ok = i >= 0
 		}
-		if i >= 0 && p.strict {
-			return nil, &duplicateKeyError{key: key, path: slices.Clone(p.path)}
+		if ok && p.strict {
+			return nil, &duplicateKeyError{key: key}
 		}
-		p.path = append(p.path, key)
 		item, err := p.value()
-		p.path = p.path[:len(p.path)-1]
 		if err != nil {
-			return nil, err
+			return nil, within(err, key)
 		}
-		if i >= 0 {
+		if ok {
 			v.members[i].val = item
 			continue
 		}
@@ -208,6 +200,16 @@ func (p *parser) object() (*value, error) {
 	}
 	p.pos++
 	return v, nil
+}
+
+// within returns err for a value that is elem of its parent: a
+// duplicate key's path is made as the error goes up, so that reading
+// builds no path.
+func within(err error, elem any) error {
+	if dup, ok := err.(*duplicateKeyError); ok {
+		dup.path = append([]any{elem}, dup.path...)
+	}
+	return err
 }
 
 // string reads the string at p.pos.

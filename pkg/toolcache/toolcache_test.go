@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toolwire/toolwire/internal/testkit"
 )
 
 func paths(ds []Dir) []string {
@@ -73,15 +75,7 @@ func TestAgreesWithGo(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".config", "go", "env"), []byte("GOMODCACHE="+home+"/modcache\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// With telemetry on (local, the default), the go command leaves a
-	// process behind that goes on writing counters under this home after
-	// go env has exited, and the temporary directory could not be removed.
-	if err := os.MkdirAll(filepath.Join(home, ".config", "go", "telemetry"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".config", "go", "telemetry", "mode"), []byte("off"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.GoTelemetryOff(t, home)
 	env := map[string]string{"HOME": home, "PATH": os.Getenv("PATH")}
 	cmd := exec.Command(goBin, "env", "GOCACHE", "GOMODCACHE")
 	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}

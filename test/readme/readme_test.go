@@ -94,15 +94,7 @@ func newEnv(t *testing.T, repo string, u who) *env {
 	// and no network for Go.
 	home, gocache, gomodcache := filepath.Join(base, "home"), filepath.Join(base, "gocache"), filepath.Join(base, "gomodcache")
 	mkdirs(t, 0o755, home, gocache)
-	// Go telemetry off: with it on, a go command leaves a process behind
-	// that may still write counters under the home when the test removes it.
-	telemetry := filepath.Join(home, ".config", "go", "telemetry")
-	if err := os.MkdirAll(telemetry, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(telemetry, "mode"), []byte("off"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.GoTelemetryOff(t, home)
 	copyModules(t, e.clone, gomodcache)
 	for _, dir := range []string{e.clone, tmp, home, gocache, gomodcache} {
 		chownTree(t, dir, u.uid)

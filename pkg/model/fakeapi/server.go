@@ -292,7 +292,7 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	switch {
 	case shallow:
 		if !gjson.ValidBytes(raw) {
-			s.fail(fmt.Errorf("fakeapi: decode request: not JSON"))
+			s.fail(errors.New("fakeapi: decode request: not JSON"))
 		}
 		req.Body.Model, req.Body.Stream = gjson.GetBytes(raw, "model").String(), gjson.GetBytes(raw, "stream").Bool()
 	default:
