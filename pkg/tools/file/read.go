@@ -218,6 +218,9 @@ type lineSource interface {
 // it.
 type stringLines struct{ rest string }
 
+// count returns how many lines are left.
+func (l *stringLines) count() int { return strings.Count(l.rest, "\n") + 1 }
+
 func (l *stringLines) next() (string, bool, error) {
 	i := strings.IndexByte(l.rest, '\n')
 	if i < 0 {
@@ -247,6 +250,15 @@ func (l readerLines) next() (string, bool, error) {
 // keeping them but goes on measuring.
 func selectLines(ctx context.Context, src lineSource, offset, limit, maxRunes int) (selection, error) {
 	var sel selection
+	if c, ok := src.(interface{ count() int }); ok {
+		// The lines the range keeps, as far as a page of them goes, in one
+		// allocation.
+		n := c.count() - offset + 1
+		if limit > 0 {
+			n = min(n, limit)
+		}
+		sel.lines = make([]string, 0, min(max(n, 0), maxPresizedLines))
+	}
 	kept := 0
 	for {
 		s, last, err := src.next()
@@ -285,7 +297,18 @@ func pageLines(lines []string, first, maxRunes int) int {
 	return len(lines)
 }
 
-func numberWidth(n int) int { return len(strconv.Itoa(n)) }
+// maxPresizedLines bounds the room selectLines makes for lines up front:
+// a long file's range keeps only a page of them.
+const maxPresizedLines = 4096
+
+// numberWidth returns the number of decimal digits of n >= 0.
+func numberWidth(n int) int {
+	w := 1
+	for ; n >= 10; n /= 10 {
+		w++
+	}
+	return w
+}
 
 // numbered renders lines as "N\tline", numbered from first, like cat -n
 // without the padding.
@@ -296,11 +319,12 @@ func numbered(lines []string, first int) string {
 	}
 	var b strings.Builder
 	b.Grow(size)
+	var num [20]byte
 	for i, l := range lines {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(strconv.Itoa(first + i))
+		b.Write(strconv.AppendInt(num[:0], int64(first+i), 10))
 		b.WriteByte('\t')
 		b.WriteString(l)
 	}

@@ -282,8 +282,19 @@ func TestFormatSize(t *testing.T) {
 }
 
 func BenchmarkRead1KiB(b *testing.B) {
+	benchmarkRead(b, strings.Repeat(strings.Repeat("k", 63)+"\n", 16))
+}
+
+// BenchmarkRead64KiB reads 2,000 lines, numbered past 99.
+func BenchmarkRead64KiB(b *testing.B) {
+	benchmarkRead(b, strings.Repeat(strings.Repeat("k", 31)+"\n", 2000))
+}
+
+// benchmarkRead reads a file of the given text whole, as a fresh session
+// does.
+func benchmarkRead(b *testing.B, text string) {
 	env, dir := newEnv(b)
-	writeFile(b, dir+"/k.txt", strings.Repeat(strings.Repeat("k", 63)+"\n", 16))
+	writeFile(b, dir+"/k.txt", text)
 	r := &Read{}
 	in := &tool.Call{Input: json.RawMessage(`{"file_path":"k.txt"}`), Progress: func(tool.Progress) {}}
 	b.ReportAllocs()
@@ -338,5 +349,21 @@ func TestLineSources(t *testing.T) {
 				t.Errorf("%s %.20q from line 2: %d lines %.60q, want %d %.60q", name, c.text, sel.total, sel.lines, len(c.want), want)
 			}
 		}
+	}
+}
+
+// TestNumbered checks line numbers across widths: the width counted for the
+// token estimate and the numbers written.
+func TestNumbered(t *testing.T) {
+	for _, n := range []int{0, 1, 9, 10, 99, 100, 999, 1000, 99999, 100000, 1 << 40} {
+		if got, want := numberWidth(n), len(strconv.Itoa(n)); got != want {
+			t.Errorf("numberWidth(%d) = %d, want %d", n, got, want)
+		}
+	}
+	if got, want := numbered([]string{"a", "", "c\td"}, 99), "99\ta\n100\t\n101\tc\td"; got != want {
+		t.Errorf("numbered from 99 = %q, want %q", got, want)
+	}
+	if got := numbered(nil, 1); got != "" {
+		t.Errorf("numbered of no lines = %q", got)
 	}
 }
