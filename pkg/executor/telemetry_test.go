@@ -69,3 +69,43 @@ func BenchmarkCallTelemetry(b *testing.B) {
 		})
 	}
 }
+
+// TestSpansWithoutSDK checks the executor's spans under OpenTelemetry's
+// default global provider (no telemetry.Setup, as no test of this package
+// sets one): a call's span carries the trace context of its ToolUse, its
+// children carry the call's, and none of it allocates. Under an SDK
+// provider the spans are recorded.
+func TestSpansWithoutSDK(t *testing.T) {
+	tel, err := newTelemetry(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	use := ToolUse{ID: "toolu_1", Name: "Read", Input: `{"file_path":"a"}`,
+		TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	ctx, span := tel.startCall(context.Background(), "s1", use, time.Now(), false)
+	if got := span.SpanContext().TraceID().String(); got != "0af7651916cd43dd8448eb211c80319c" {
+		t.Fatalf("call span's trace id %q, want the ToolUse's", got)
+	}
+	if span.IsRecording() {
+		t.Fatal("call span records without an SDK")
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		cctx, child := tel.tracer.Start(ctx, spanValidate)
+		if !trace.SpanContextFromContext(cctx).Equal(span.SpanContext()) {
+			t.Fatal("a child span lost the call's trace context")
+		}
+		child.End()
+	})
+	if allocs != 0 {
+		t.Errorf("a child span without an SDK costs %v allocations, want 0", allocs)
+	}
+
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	_, s := tracerOf(tp).Start(ctx, spanValidate)
+	s.End()
+	if got := rec.Ended(); len(got) != 1 || got[0].Name() != spanValidate || got[0].Parent().TraceID() != span.SpanContext().TraceID() {
+		t.Fatalf("an SDK provider's spans: %v", got)
+	}
+}
