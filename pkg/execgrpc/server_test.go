@@ -134,6 +134,11 @@ func TestSiblingAbort(t *testing.T) {
 func TestAbort(t *testing.T) {
 	h := newHarness(t, executor.Config{})
 	s := h.open(nil)
+	// A call of the message that has finished is not stopped again.
+	s.use("done", "m1", `{"safe":true}`)
+	if r := s.results(1)[0]; r.GetToolUseId() != "done" || r.GetIsError() {
+		t.Fatalf("first call: %v", r)
+	}
 	s.use("running", "m1", `{"gate":"never"}`)
 	s.use("queued", "m1", `{"safe":true}`)
 	s.use("other", "m2", `{"gate":"o","safe":true}`)

@@ -320,6 +320,7 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 		out:       newOutbox(e.cfg.Limits.ProgressInterval),
 		log:       e.log.With("session_id", id),
 		calls:     make(map[string]*call),
+		live:      make(map[string]*call),
 		ran:       newSeenIDs(),
 		order:     make(map[string]*messageOrder),
 		errored:   make(map[string]string),

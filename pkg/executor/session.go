@@ -81,6 +81,9 @@ type Session struct {
 
 	mu    sync.Mutex // guards the fields below
 	calls map[string]*call
+	// live holds the calls of calls that have no Result yet, so that
+	// stopping them does not go through the finished ones.
+	live map[string]*call
 	// finished lists the calls of calls that have their Result, oldest
 	// first; past keepFinishedCalls the oldest leave calls for ran, which
 	// keeps a hash of their id and their tool name for seenCalls more, so
@@ -142,6 +145,7 @@ func (s *Session) Submit(ctx context.Context, use ToolUse) error {
 	c := &call{use: use, received: now, done: make(chan struct{})}
 	c.ctx, c.span = s.ex.tel.startCall(ctx, s.id, use, now, false)
 	s.calls[use.ID] = c
+	s.live[use.ID] = c
 	if s.opts.ResultOrder == OrderToolUse {
 		o := s.order[use.MessageID]
 		if o == nil {
@@ -352,6 +356,7 @@ func (s *Session) finish(c *call, started time.Time, res *tool.Result) {
 	tel.endCall(c.span, cr)
 	s.mu.Lock()
 	c.result = cr
+	delete(s.live, c.use.ID)
 	close(c.done)
 	s.finished = append(s.finished, c.use.ID)
 	if len(s.finished) > keepFinishedCalls {
@@ -423,8 +428,8 @@ func (s *Session) Abort(a Abort) {
 	}
 	s.mu.Lock()
 	var ids []string
-	for id, c := range s.calls {
-		if c.result == nil && match(id, c.use.MessageID) {
+	for id, c := range s.live {
+		if match(id, c.use.MessageID) {
 			ids = append(ids, id)
 		}
 	}
@@ -530,11 +535,9 @@ func (s *Session) Finish() {
 		for {
 			s.mu.Lock()
 			var pending *call
-			for _, c := range s.calls {
-				if c.result == nil {
-					pending = c
-					break
-				}
+			for _, c := range s.live {
+				pending = c
+				break
 			}
 			s.mu.Unlock()
 			if pending == nil {
