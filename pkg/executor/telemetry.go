@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/toolwire/toolwire/pkg/tool"
 )
@@ -29,10 +27,9 @@ import (
 // span in the context given to Submit, the Execute stream's), with the
 // children queue_wait, validate, permission and "hook <event>"; the Bash
 // tool adds "process". They come from the global tracer and meter
-// providers as they are when the executor is made; without telemetry.Setup
-// (OpenTelemetry's default providers) the executor's spans are no-ops that
-// cost nothing, and the trace context a call carries still reaches what it
-// calls.
+// providers, so without telemetry.Setup they cost next to nothing, and
+// when Setup exports no traces (it then installs the no-op tracer
+// provider) the spans cost nothing at all.
 //
 // Metric attributes are bounded: tool names (unknown tools count as
 // "_OTHER"), outcomes, reasons and permission classes — never ids, paths,
@@ -133,24 +130,11 @@ func (t *telemetry) toolAttrs(toolName string) metric.MeasurementOption {
 // long Bash command.
 var durationBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 
-// tracerOf returns the executor's tracer from tp. OpenTelemetry's default
-// global provider, the one in place until a program sets its own, makes a
-// non-recording span for every Start, which allocates; a no-op tracer
-// returns the parent's span instead, which carries the same trace context.
-// (The default provider is told by its package, which is internal to
-// OpenTelemetry; should it move, every provider is used as it is.)
-func tracerOf(tp trace.TracerProvider) trace.Tracer {
-	if t := reflect.TypeOf(tp); t != nil && t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global" {
-		return noop.NewTracerProvider().Tracer(instrumentationName)
-	}
-	return tp.Tracer(instrumentationName)
-}
-
 // newTelemetry takes the tracer and creates the instruments from the
 // global providers as they are now.
 func newTelemetry(content bool) (*telemetry, error) {
 	m := otel.Meter(instrumentationName)
-	t := &telemetry{tracer: tracerOf(otel.GetTracerProvider()), content: content, attrs: make(map[attrsKey]metric.MeasurementOption)}
+	t := &telemetry{tracer: otel.Tracer(instrumentationName), content: content, attrs: make(map[attrsKey]metric.MeasurementOption)}
 	var errs [6]error
 	// The GenAI conventions define no metric for tool calls: ours is in
 	// toolwire's namespace.

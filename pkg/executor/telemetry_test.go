@@ -70,12 +70,14 @@ func BenchmarkCallTelemetry(b *testing.B) {
 	}
 }
 
-// TestSpansWithoutSDK checks the executor's spans under OpenTelemetry's
-// default global provider (no telemetry.Setup, as no test of this package
-// sets one): a call's span carries the trace context of its ToolUse, its
+// TestSpansUnderTheNoopProvider checks the executor's spans under the
+// no-op tracer provider, which telemetry.Setup installs when it exports no
+// traces: a call's span carries the trace context of its ToolUse, its
 // children carry the call's, and none of it allocates. Under an SDK
-// provider the spans are recorded.
-func TestSpansWithoutSDK(t *testing.T) {
+// provider the same spans are recorded.
+func TestSpansUnderTheNoopProvider(t *testing.T) {
+	otel.SetTracerProvider(tracenoop.NewTracerProvider())
+	defer otel.SetTracerProvider(tracenoop.NewTracerProvider())
 	tel, err := newTelemetry(false)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +89,7 @@ func TestSpansWithoutSDK(t *testing.T) {
 		t.Fatalf("call span's trace id %q, want the ToolUse's", got)
 	}
 	if span.IsRecording() {
-		t.Fatal("call span records without an SDK")
+		t.Fatal("call span records under the no-op provider")
 	}
 	allocs := testing.AllocsPerRun(100, func() {
 		cctx, child := tel.tracer.Start(ctx, spanValidate)
@@ -97,15 +99,23 @@ func TestSpansWithoutSDK(t *testing.T) {
 		child.End()
 	})
 	if allocs != 0 {
-		t.Errorf("a child span without an SDK costs %v allocations, want 0", allocs)
+		t.Errorf("a child span under the no-op provider costs %v allocations, want 0", allocs)
 	}
 
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
-	_, s := tracerOf(tp).Start(ctx, spanValidate)
+	otel.SetTracerProvider(tp)
+	tel, err = newTelemetry(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, span = tel.startCall(context.Background(), "s1", use, time.Now(), false)
+	_, s := tel.tracer.Start(ctx, spanValidate)
 	s.End()
-	if got := rec.Ended(); len(got) != 1 || got[0].Name() != spanValidate || got[0].Parent().TraceID() != span.SpanContext().TraceID() {
+	span.End()
+	if got := rec.Ended(); len(got) != 2 || got[0].Name() != spanValidate || got[0].Parent().SpanID() != span.SpanContext().SpanID() ||
+		got[1].Parent().TraceID().String() != "0af7651916cd43dd8448eb211c80319c" {
 		t.Fatalf("an SDK provider's spans: %v", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // EnvUsage is a short description of the environment variables Setup
@@ -59,8 +60,11 @@ type Options struct {
 // Setup decides before it whether a signal is exported at all. Without an
 // endpoint (or OTEL_METRICS_EXPORTER=prometheus), with
 // OTEL_SDK_DISABLED=true or with the signal's exporter set to "none",
-// nothing is exported and no exporter or background goroutine exists: the
-// global providers stay the no-op ones.
+// nothing is exported and no exporter or background goroutine exists. A
+// signal that is not exported gets no provider, but for traces: the tracer
+// provider is then OpenTelemetry's no-op one, whose spans return their
+// parent's, allocate nothing and carry the trace context on (the default
+// global provider makes and boxes a non-recording span per span started).
 //
 // shutdown flushes what is buffered and stops the exporters; call it once,
 // before the process exits, with a context that bounds the wait.
@@ -68,6 +72,7 @@ func Setup(ctx context.Context, opts Options) (shutdown func(context.Context) er
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	nothing := func(context.Context) error { return nil }
 	if disabled, _ := strconv.ParseBool(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED"))); disabled {
+		otel.SetTracerProvider(tracenoop.NewTracerProvider())
 		return nothing, nil
 	}
 	traces, err := exportFromEnv("TRACES")
@@ -77,6 +82,9 @@ func Setup(ctx context.Context, opts Options) (shutdown func(context.Context) er
 	metrics, err := exportFromEnv("METRICS")
 	if err != nil {
 		return nil, err
+	}
+	if !traces {
+		otel.SetTracerProvider(tracenoop.NewTracerProvider())
 	}
 	if !traces && !metrics {
 		return nothing, nil

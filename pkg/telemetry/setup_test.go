@@ -77,9 +77,26 @@ func TestSetupWithoutEndpointExportsNothing(t *testing.T) {
 			for k, v := range env {
 				t.Setenv(k, v)
 			}
+			// A provider from before is replaced by the no-op one.
+			before := sdktrace.NewTracerProvider()
+			defer before.Shutdown(context.Background())
+			otel.SetTracerProvider(before)
 			shutdown := setup(t)
-			if _, ok := otel.GetTracerProvider().(*sdktrace.TracerProvider); ok {
-				t.Error("a tracer provider was installed")
+			if _, ok := otel.GetTracerProvider().(tracenoop.TracerProvider); !ok {
+				t.Errorf("tracer provider is %T, want the no-op one", otel.GetTracerProvider())
+			}
+			// Its spans carry the parent's trace context and cost nothing.
+			parent := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled, Remote: true}))
+			tracer := otel.Tracer("test")
+			if allocs := testing.AllocsPerRun(100, func() {
+				ctx, span := tracer.Start(parent, "not exported")
+				if trace.SpanContextFromContext(ctx).TraceID() != (trace.TraceID{1}) {
+					t.Fatal("a span lost its parent's trace id")
+				}
+				span.End()
+			}); allocs != 0 {
+				t.Errorf("a span costs %v allocations, want 0", allocs)
 			}
 			if _, ok := otel.GetMeterProvider().(*sdkmetric.MeterProvider); ok {
 				t.Error("a meter provider was installed")

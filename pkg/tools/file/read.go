@@ -218,9 +218,6 @@ type lineSource interface {
 // it.
 type stringLines struct{ rest string }
 
-// count returns how many lines are left.
-func (l *stringLines) count() int { return strings.Count(l.rest, "\n") + 1 }
-
 func (l *stringLines) next() (string, bool, error) {
 	i := strings.IndexByte(l.rest, '\n')
 	if i < 0 {
@@ -250,10 +247,10 @@ func (l readerLines) next() (string, bool, error) {
 // keeping them but goes on measuring.
 func selectLines(ctx context.Context, src lineSource, offset, limit, maxRunes int) (selection, error) {
 	var sel selection
-	if c, ok := src.(interface{ count() int }); ok {
+	if l, ok := src.(*stringLines); ok {
 		// The lines the range keeps, as far as a page of them goes, in one
 		// allocation.
-		n := c.count() - offset + 1
+		n := strings.Count(l.rest, "\n") + 1 - offset + 1
 		if limit > 0 {
 			n = min(n, limit)
 		}
