@@ -35,7 +35,9 @@
 // ends, 256 KiB stream messages, the command's stdout pipe enlarged to 1 MiB
 // with F_SETPIPE_SZ and read 256 KiB at a time). The tuned ids end in
 // "_tuned"; the echo server listens on a second port for them. Targets and
-// bounds are computed against both.
+// bounds are computed against both. An executor may tune its own transport,
+// so a target over an untuned floor gets a bound from each reference, and
+// it is out of every executor's reach only when both references miss it.
 //
 // After the rounds, the sessions figure opens 10, 100 and 500 sessions
 // (--sessions) on each toolsvc and has every one send Reads of the 1 KiB

@@ -255,28 +255,44 @@ func TestBounds(t *testing.T) {
 		{ID: "read_1kib/none", N: 1, Median: 320},
 		{ID: "read_1kib/landlock", N: 1, Median: 400},
 		{ID: "floor_grpc_stream_64mib", N: 1, Median: 500},
-		{ID: refStream, N: 1, Median: 450},
+		{ID: refStream, N: 1, Median: 400},
 		{ID: "bash_stream_64mib/none", N: 1, Median: 300},
 		{ID: "bash_true/none", N: 1, Median: 300}, // no reference: no bound
 		{ID: "floor_grpc_stream_64mib" + tunedSuffix, N: 1, Median: 800},
 		{ID: refStream + tunedSuffix, N: 1, Median: 600},
 	}
 	got := bounds(sums, []string{"none", "landlock"})
-	if len(got) != 3 {
-		t.Fatalf("got %d bounds, want 3: %+v", len(got), got)
+	if len(got) != 4 {
+		t.Fatalf("got %d bounds, want 4: %+v", len(got), got)
 	}
-	read, stream, tunedStream := got[0], got[1], got[2]
-	if tunedStream.Reference != refStream+tunedSuffix || tunedStream.Value != 0.75 || tunedStream.Reachable ||
-		tunedStream.Goal != ">= 0.8x" || tunedStream.FigureToReference["bash_stream_64mib/none"] != 0.5 {
-		t.Errorf("tuned stream bound = %+v, want 0.75x, out of reach, the figure at 0.5x the reference", tunedStream)
-	}
+	read, stream, tunedRefStream, tunedStream := got[0], got[1], got[2], got[3]
 	if read.Reference != refRead || read.Value != 1.6 || read.Reachable || read.Goal != "<= 1.5x" ||
 		read.FigureToReference["read_1kib/none"] != 2 || read.FigureToReference["read_1kib/landlock"] != 2.5 {
 		t.Errorf("Read bound = %+v, want 1.6x, out of reach, figures at 2x and 2.5x the reference", read)
 	}
-	if stream.Reference != refStream || stream.Value != 0.9 || !stream.Reachable || stream.Goal != ">= 0.9x" ||
-		stream.FigureToReference["bash_stream_64mib/none"] != 300.0/450 {
-		t.Errorf("stream bound = %+v, want 0.9x, within reach", stream)
+	if why := unreachable(got, read); why != "no executor can meet the goal here" {
+		t.Errorf("Read bound: %q, want no executor (no tuned reference was measured)", why)
+	}
+	if stream.Reference != refStream || stream.Floor != "floor_grpc_stream_64mib" || stream.Value != 0.8 || stream.Reachable ||
+		stream.Goal != ">= 0.9x" || stream.FigureToReference["bash_stream_64mib/none"] != 0.75 {
+		t.Errorf("stream bound = %+v, want 0.8x, out of reach for the untuned reference, the figure at 0.75x it", stream)
+	}
+	// The tuned reference against the untuned floor: an executor may tune
+	// its transport, so the untuned floor's goal is within reach.
+	if tunedRefStream.Reference != refStream+tunedSuffix || tunedRefStream.Floor != "floor_grpc_stream_64mib" ||
+		tunedRefStream.Value != 1.2 || !tunedRefStream.Reachable || tunedRefStream.Goal != ">= 0.9x" ||
+		tunedRefStream.FigureToReference["bash_stream_64mib/none"] != 0.5 {
+		t.Errorf("stream bound by the tuned reference = %+v, want 1.2x, within reach, the figure at 0.5x it", tunedRefStream)
+	}
+	if why, want := unreachable(got, stream), "not with this reference's transport; "+refStream+tunedSuffix+" meets it"; why != want {
+		t.Errorf("untuned stream bound: %q, want %q", why, want)
+	}
+	if tunedStream.Reference != refStream+tunedSuffix || tunedStream.Floor != "floor_grpc_stream_64mib"+tunedSuffix ||
+		tunedStream.Value != 0.75 || tunedStream.Reachable || tunedStream.Goal != ">= 0.8x" || tunedStream.FigureToReference["bash_stream_64mib/none"] != 0.5 {
+		t.Errorf("tuned stream bound = %+v, want 0.75x, out of reach, the figure at 0.5x the reference", tunedStream)
+	}
+	if why := unreachable(got, tunedStream); why != "no executor can meet the goal here" {
+		t.Errorf("tuned stream bound: %q, want no executor", why)
 	}
 	if b := bounds(sums[1:3], []string{"none"}); len(b) != 0 {
 		t.Errorf("bounds without the floor: %+v", b)
