@@ -143,10 +143,11 @@ func TestEnvironmentDenylist(t *testing.T) {
 	t.Setenv("TOOLWIRE_TEST_TOKEN", "secret")
 	t.Setenv("ANTHROPIC_API_KEY", "secret")
 	t.Setenv("Lower_Secret_Name", "secret")
+	t.Setenv("SHELL", "/usr/bin/zsh") // the user's own: kept
 	r := devRunner(t, fakeHome(t))
-	out, code := run(t, r, `echo "$TOOLWIRE_TEST_PLAIN ${TOOLWIRE_TEST_TOKEN-none} ${ANTHROPIC_API_KEY-none} ${Lower_Secret_Name-none}"; env | grep -c '^HOME='`)
-	if code != 0 || out != "visible none none none\n1\n" {
-		t.Fatalf("output %q (exit %d): want the plain variable, none of the secrets, and one HOME", out, code)
+	out, code := run(t, r, `echo "$TOOLWIRE_TEST_PLAIN ${TOOLWIRE_TEST_TOKEN-none} ${ANTHROPIC_API_KEY-none} ${Lower_Secret_Name-none} $SHELL"; env | grep -c '^HOME='`)
+	if code != 0 || out != "visible none none none /usr/bin/zsh\n1\n" {
+		t.Fatalf("output %q (exit %d): want the plain variable, none of the secrets, the user's SHELL, and one HOME", out, code)
 	}
 }
 

@@ -371,12 +371,13 @@ func TestNetwork(t *testing.T) {
 func TestEnvironment(t *testing.T) {
 	t.Setenv("TOOLWIRE_TEST_SECRET", "s3cr3t-value")
 	t.Setenv("LC_TOOLWIRE_TEST", "kept")
+	t.Setenv("SHELL", "/usr/bin/zsh") // not in the allowlist: the runner's own SHELL
 	r := newRunner(t, sandbox.Config{})
 	out, _ := run(t, r, "env", "EXTRA=given")
 	if strings.Contains(out, "s3cr3t") {
 		t.Errorf("secret leaked into %q", out)
 	}
-	for _, want := range []string{"EXTRA=given", "LC_TOOLWIRE_TEST=kept", "HOME=" + r.TempDir(), "TMPDIR=" + r.TempDir(), "PATH="} {
+	for _, want := range []string{"EXTRA=given", "LC_TOOLWIRE_TEST=kept", "HOME=" + r.TempDir(), "TMPDIR=" + r.TempDir(), "PATH=", "SHELL=/bin/bash\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("env lacks %q:\n%s", want, out)
 		}
