@@ -92,7 +92,7 @@ func runOne(ctx context.Context, r *sandbox.Runner, c Command, cwd string, stdin
 		os.Remove(errFile.Name())
 	}()
 	p, err := r.Start(ctx, sandbox.Cmd{
-		Args:  []string{"/bin/bash", "-c", wrapper, "toolwire-hook", errFile.Name(), c.Command},
+		Args:  []string{sandbox.Shell, "-c", wrapper, "toolwire-hook", errFile.Name(), c.Command},
 		Dir:   cwd,
 		Env:   []string{"CLAUDE_PROJECT_DIR=" + r.Workspace()},
 		Stdin: bytes.NewReader(stdin),

@@ -31,16 +31,16 @@ func baseEnv(cfg Config, id identity, tempDir string) []string {
 		own = append(own, "USER="+id.name, "LOGNAME="+id.name)
 	}
 	if lookEnv(env, "SHELL") == "" {
-		own = append(own, "SHELL="+defaultShell)
+		own = append(own, "SHELL="+Shell)
 	}
 	return mergeEnv(env, own)
 }
 
-// defaultShell is SHELL for processes whose environment names none: the
-// shell the Bash tool runs commands in. Without SHELL, bash looks the user
-// up in the password database at every start (nscd, nsswitch.conf,
+// Shell is the shell the Bash tool and hooks run commands in, and SHELL for
+// processes whose environment names none. Without SHELL, bash looks the
+// user up in the password database at every start (nscd, nsswitch.conf,
 // /etc/passwd), and programs that start "the user's shell" have none.
-const defaultShell = "/bin/bash"
+const Shell = "/bin/bash"
 
 // envDenied reports whether a deny pattern names key.
 func envDenied(deny []string, key string) bool {

@@ -141,7 +141,7 @@ func runForeground(ctx context.Context, env *tool.Env, call *tool.Call, in bashI
 	ctx, span := otel.Tracer("github.com/toolwire/toolwire/pkg/tools/shell").Start(ctx, "process")
 	defer span.End()
 	p, err := env.Procs.Start(ctx, sandbox.Cmd{
-		Args: []string{"/bin/bash", "-c", command},
+		Args: []string{sandbox.Shell, "-c", command},
 		Dir:  cwd,
 		Env:  extraEnv,
 	})

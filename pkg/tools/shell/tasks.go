@@ -130,7 +130,7 @@ func startBackground(ctx context.Context, env *tool.Env, call *tool.Call, in bas
 		outFile.Close()
 		return tool.Error("The session is ending; no background command was started")
 	}
-	p, err := env.Procs.Start(ctx, sandbox.Cmd{Args: []string{"/bin/bash", "-c", in.Command}, Dir: cwd})
+	p, err := env.Procs.Start(ctx, sandbox.Cmd{Args: []string{sandbox.Shell, "-c", in.Command}, Dir: cwd})
 	if err != nil {
 		reg.mu.Unlock()
 		outFile.Close()
