@@ -7,7 +7,9 @@
 //
 //	toolbench --toolsvc PATH [-n 200] [--json]
 //
-// The figures are one Read of a 1 KiB file, Bash `true`, 32 concurrent Bash
+// The figures are one Read of a 1 KiB file (in a session with the
+// executor's default options, and in one opened as the orchestrator opens
+// its sessions, with LIFECYCLE_FOLDED: the Result alone), Bash `true`, 32 concurrent Bash
 // `true` of one assistant message, the time from sending an Abort for a
 // running `sleep 30` (and for a bash with a `sleep 30` child) to its Result,
 // 64 MiB of Bash stdout streamed as Progress events, and the time from

@@ -86,8 +86,8 @@ var allIDs = []string{
 	"floor_grpc_pingpong", "floor_exec_bash_true", "floor_exec_bash_true_x32", "floor_grpc_stream_64mib", "floor_exec_head_64mib",
 	refRead, refStream,
 	"floor_grpc_pingpong_tuned", "floor_grpc_stream_64mib_tuned", "floor_exec_head_64mib_tuned", refRead + tunedSuffix, refStream + tunedSuffix,
-	"read_1kib/none", "bash_true/none", "bash_true_x32/none", "bash_stream_64mib/none", "abort_sleep/none", "abort_start/none", "startup_serving/none",
-	"read_1kib/landlock", "bash_true/landlock", "bash_true_x32/landlock", "bash_stream_64mib/landlock", "abort_sleep/landlock", "abort_start/landlock", "startup_serving/landlock",
+	"read_1kib/none", "read_1kib_folded/none", "bash_true/none", "bash_true_x32/none", "bash_stream_64mib/none", "abort_sleep/none", "abort_start/none", "startup_serving/none",
+	"read_1kib/landlock", "read_1kib_folded/landlock", "bash_true/landlock", "bash_true_x32/landlock", "bash_stream_64mib/landlock", "abort_sleep/landlock", "abort_start/landlock", "startup_serving/landlock",
 }
 
 // TestToolbench runs the real command against a real toolsvc and checks

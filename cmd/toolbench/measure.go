@@ -160,15 +160,21 @@ func floorFigures(p plan, t transport, echoPid int, ping *pingStream, readFile *
 // toolsvcFigures returns the figures of one running toolsvc. The sessions
 // it opens are added to *sessions for the caller to close.
 func toolsvcFigures(ctx context.Context, p plan, svc *toolsvcProc, root string, sessions *[]*session) ([]*figure, error) {
-	open := func() (*session, error) {
-		s, err := openSession(ctx, svc)
+	openWith := func(opts *executorv1.SessionOptions) (*session, error) {
+		s, err := openSessionWith(ctx, svc, opts)
 		if err != nil {
 			return nil, err
 		}
 		*sessions = append(*sessions, s)
 		return s, nil
 	}
+	open := func() (*session, error) { return openWith(nil) }
 	readS, err := open()
+	if err != nil {
+		return nil, err
+	}
+	// The orchestrator opens its sessions with the lifecycle folded.
+	foldedS, err := openWith(&executorv1.SessionOptions{Lifecycle: executorv1.Lifecycle_LIFECYCLE_FOLDED})
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +205,8 @@ func toolsvcFigures(ctx context.Context, p plan, svc *toolsvcProc, root string, 
 	return []*figure{
 		{id: "read_1kib/" + sb, pids: pids, label: "Read of a 1 KiB file" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
 			sample: readSample(readS, file)},
+		{id: "read_1kib_folded/" + sb, pids: pids, label: "Read of a 1 KiB file, lifecycle folded: the Result alone, as the orchestrator gets it" + suffix,
+			sandbox: sb, unit: latency, n: p.n, warm: p.warm, sample: readSample(foldedS, file)},
 		{id: "bash_true/" + sb, pids: pids, label: "Bash `true`" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
 			sample: bashSample(bashS)},
 		{id: "bash_true_x32/" + sb, pids: pids, label: "32 Bash `true` in one message, batch wall" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,

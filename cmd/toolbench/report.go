@@ -202,6 +202,7 @@ func (t target) goalText() string {
 var targets = []target{
 	{name: "Read 1 KiB / bare gRPC ping-pong", issue: 20, figure: "read_1kib", floor: "floor_grpc_pingpong", goal: 1.5, ref: refRead},
 	{name: "Read 1 KiB / tuned gRPC ping-pong", issue: 20, figure: "read_1kib", floor: "floor_grpc_pingpong" + tunedSuffix, goal: 1.5, ref: refRead + tunedSuffix},
+	{name: "Read 1 KiB, lifecycle folded / bare gRPC ping-pong", issue: 20, figure: "read_1kib_folded", floor: "floor_grpc_pingpong", goal: 1.5},
 	{name: "Bash `true` / os/exec `bash -c true`", issue: 20, figure: "bash_true", floor: "floor_exec_bash_true", goal: 1.25},
 	{name: "stdout stream / bare gRPC 64 KiB stream", issue: 20, figure: "bash_stream_64mib", floor: "floor_grpc_stream_64mib", goal: 0.9, atLeast: true, ref: refStream},
 	{name: "stdout stream / tuned gRPC stream", issue: 20, figure: "bash_stream_64mib", floor: "floor_grpc_stream_64mib" + tunedSuffix, goal: 0.8, atLeast: true, ref: refStream + tunedSuffix},

@@ -23,9 +23,15 @@ type session struct {
 	seq    int
 }
 
-// openSession opens an Execute stream, starts a session and checks its
-// Hello against what the measurements need.
+// openSession opens an Execute stream, starts a session with the
+// executor's default options and checks its Hello against what the
+// measurements need.
 func openSession(ctx context.Context, p *toolsvcProc) (*session, error) {
+	return openSessionWith(ctx, p, nil)
+}
+
+// openSessionWith is openSession with the given session options.
+func openSessionWith(ctx context.Context, p *toolsvcProc, opts *executorv1.SessionOptions) (*session, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	stream, err := p.client.Execute(ctx)
 	if err != nil {
@@ -34,7 +40,7 @@ func openSession(ctx context.Context, p *toolsvcProc) (*session, error) {
 	}
 	s := &session{stream: stream, cancel: cancel}
 	if err := stream.Send(&executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_Open{Open: &executorv1.Open{
-		ClientName: "toolbench", ClientVersion: "1"}}}); err != nil {
+		ClientName: "toolbench", ClientVersion: "1", Options: opts}}}); err != nil {
 		cancel()
 		return nil, fmt.Errorf("send Open: %w", err)
 	}

@@ -59,6 +59,10 @@ type SessionOptions struct {
 	DefaultTimeout time.Duration
 	// PermissionTimeout bounds the wait for a permission decision.
 	PermissionTimeout time.Duration
+	// FoldLifecycle leaves out the Accepted and Started of a call whose
+	// Result comes while they are held: its timings say when they
+	// happened (LIFECYCLE_FOLDED).
+	FoldLifecycle bool
 }
 
 // ToolUse is one tool_use block of the model.

@@ -120,6 +120,7 @@ func OptionsFromProto(m *executorv1.SessionOptions) execapi.SessionOptions {
 		DefaultTimeout:    m.GetDefaultTimeout().AsDuration(),
 		PermissionTimeout: m.GetPermissionTimeout().AsDuration(),
 		NoSiblingAbort:    m.GetSiblingAbort() == executorv1.SiblingAbort_SIBLING_ABORT_DISABLED,
+		FoldLifecycle:     m.GetLifecycle() == executorv1.Lifecycle_LIFECYCLE_FOLDED,
 	}
 	if m.GetResultOrder() == executorv1.ResultOrder_RESULT_ORDER_COMPLETION {
 		o.ResultOrder = execapi.OrderCompletion
@@ -145,6 +146,9 @@ func optionsToProto(o execapi.SessionOptions) *executorv1.SessionOptions {
 	}
 	if o.PermissionTimeout > 0 {
 		m.PermissionTimeout = durationpb.New(o.PermissionTimeout)
+	}
+	if o.FoldLifecycle {
+		m.Lifecycle = executorv1.Lifecycle_LIFECYCLE_FOLDED
 	}
 	return m
 }

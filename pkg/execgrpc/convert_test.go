@@ -97,7 +97,7 @@ func TestRequestsRoundTrip(t *testing.T) {
 	req := execapi.OpenRequest{
 		SessionID: "s", Workspace: "w", ClientName: "c", ClientVersion: "v", Tools: []string{},
 		Options: execapi.SessionOptions{ResultOrder: execapi.OrderCompletion, NoSiblingAbort: true, MaxConcurrency: 2,
-			DefaultTimeout: time.Minute, PermissionTimeout: time.Hour},
+			DefaultTimeout: time.Minute, PermissionTimeout: time.Hour, FoldLifecycle: true},
 		Settings:   settings.Settings{Permissions: settings.Permissions{Allow: []string{"Read"}, DefaultMode: permission.ModePlan}},
 		MCPServers: mcpclient.Servers{"m": {Command: "srv", Args: []string{"-x"}}},
 	}

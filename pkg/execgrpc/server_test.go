@@ -7,12 +7,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	"github.com/toolwire/toolwire/pkg/executor"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 func TestSafeCallsRunInParallelAndUnsafeIsABarrier(t *testing.T) {
@@ -61,6 +63,51 @@ func TestAcceptedReportsConcurrencyVerdict(t *testing.T) {
 	})
 	if !verdict["safe"] || verdict["unsafe"] || verdict["bad"] {
 		t.Fatalf("verdicts %v: only the valid safe call is concurrency-safe", verdict)
+	}
+}
+
+// With LIFECYCLE_FOLDED a call that ends while its Accepted and Started
+// are held reaches the client as its Result alone, whose timing says when
+// it was received and started; a call that reports progress first gets
+// both, as every call does without the option. The hold is an hour, so
+// only the calls' own events release what is held.
+func TestLifecycleFolded(t *testing.T) {
+	kinds := func(evs []*executorv1.ExecuteResponse) []string {
+		var out []string
+		for _, ev := range evs {
+			out = append(out, strings.TrimPrefix(fmt.Sprintf("%T", ev.GetEvent()), "*executorv1.ExecuteResponse_"))
+		}
+		return out
+	}
+	h := newHarness(t, executor.Config{Limits: tool.Limits{ProgressInterval: time.Hour}})
+	for _, tc := range []struct {
+		lifecycle  executorv1.Lifecycle
+		quick, ran []string
+	}{
+		{executorv1.Lifecycle_LIFECYCLE_UNSPECIFIED, []string{"Accepted", "Started", "Result"}, []string{"Accepted", "Started", "Progress", "Result"}},
+		{executorv1.Lifecycle_LIFECYCLE_EVERY_CALL, []string{"Accepted", "Started", "Result"}, []string{"Accepted", "Started", "Progress", "Result"}},
+		{executorv1.Lifecycle_LIFECYCLE_FOLDED, []string{"Result"}, []string{"Accepted", "Started", "Progress", "Result"}},
+	} {
+		t.Run(tc.lifecycle.String(), func(t *testing.T) {
+			s := h.open(&executorv1.SessionOptions{Lifecycle: tc.lifecycle})
+			s.use("quick", "m1", `{}`)
+			evs := s.until(func(ev *executorv1.ExecuteResponse) bool { return ev.GetResult() != nil })
+			if got := kinds(evs); !slices.Equal(got, tc.quick) {
+				t.Fatalf("a quick call's events: %v, want %v", got, tc.quick)
+			}
+			r := evs[len(evs)-1].GetResult()
+			if tm := r.GetTiming(); tm.GetReceivedAt() == nil || tm.GetStartedAt() == nil || tm.GetQueueWait() == nil {
+				t.Fatalf("the Result's timing %v does not say when the call was received and started", tm)
+			}
+			gate := "ran-" + tc.lifecycle.String()
+			s.use("ran", "m2", `{"output":"out","gate":"`+gate+`"}`)
+			evs = s.until(func(ev *executorv1.ExecuteResponse) bool { return ev.GetProgress() != nil })
+			h.gates.release(gate)
+			evs = append(evs, s.until(func(ev *executorv1.ExecuteResponse) bool { return ev.GetResult() != nil })...)
+			if got := kinds(evs); !slices.Equal(got, tc.ran) {
+				t.Fatalf("a call with progress: events %v, want %v", got, tc.ran)
+			}
+		})
 	}
 }
 

@@ -317,7 +317,7 @@ func (e *Executor) Open(ctx context.Context, req OpenRequest) (*Session, error) 
 		gate:      g,
 		offered:   offered,
 		q:         queue.New(opts.MaxConcurrency),
-		out:       newOutbox(e.cfg.Limits.ProgressInterval),
+		out:       newOutbox(e.cfg.Limits.ProgressInterval, opts.FoldLifecycle),
 		log:       e.log.With("session_id", id),
 		calls:     make(map[string]*call),
 		live:      make(map[string]*call),

@@ -43,7 +43,9 @@ const (
 // work, and a call sharing the CPUs with them runs slower. A call that
 // waits or runs longer is reported that much later; the events carry the
 // time they happened. A call's events keep their order; events of
-// different calls may pass held ones.
+// different calls may pass held ones. With fold, a call whose Result comes
+// while its Accepted and Started are held gets the Result alone, whose
+// timings say when they happened: one event instead of three.
 type outbox struct {
 	mu       sync.Mutex // guards the fields below
 	pending  []queued
@@ -65,6 +67,9 @@ type outbox struct {
 	stall   time.Duration // progressStall; tests change it
 	maxWait time.Duration // maxProgressWait
 	hold    time.Duration // how long Accepted and Started wait for their call's next event
+	// fold leaves out the held Accepted and Started of a call whose Result
+	// comes while they are held (LIFECYCLE_FOLDED).
+	fold bool
 }
 
 // queued is a pending event. An event with a due time is held until then
@@ -98,10 +103,11 @@ type pendingProgress struct {
 }
 
 // newOutbox returns an outbox that holds Accepted and Started for up to
-// hold (none when hold is 0).
-func newOutbox(hold time.Duration) *outbox {
+// hold (none when hold is 0), and with fold leaves them out of a call whose
+// Result comes within the hold.
+func newOutbox(hold time.Duration, fold bool) *outbox {
 	return &outbox{progress: make(map[string]*pendingProgress), stalled: make(map[string]bool), wake: make(chan struct{}, 1),
-		held: make(map[string]int), stall: progressStall, maxWait: maxProgressWait, hold: hold}
+		held: make(map[string]int), stall: progressStall, maxWait: maxProgressWait, hold: hold, fold: fold}
 }
 
 // appendLocked queues ev. Accepted and Started are held; any other event
@@ -131,6 +137,9 @@ func (o *outbox) appendLocked(ev *Event) {
 		o.lastMove = now
 	}
 	if id := callOf(ev); id != "" && o.held[id] > 0 {
+		if o.fold && ev.Result != nil {
+			o.foldLocked(id)
+		}
 		o.releaseLocked(func(held string) bool { return held == id })
 	}
 	o.pending = append(o.pending, queued{ev: ev})
@@ -173,6 +182,24 @@ func (o *outbox) releaseLocked(match func(id string) bool) {
 				delete(o.held, id)
 			}
 		}
+	}
+}
+
+// foldLocked drops call id's held Accepted and Started: its Result, which
+// comes now, says when they happened. A duplicate's Accepted stays, and so
+// does an AbortAck held for the call.
+func (o *outbox) foldLocked(id string) {
+	o.pending = slices.DeleteFunc(o.pending, func(q queued) bool {
+		ev := q.ev
+		drop := !q.due.IsZero() && callOf(ev) == id &&
+			(ev.Started != nil || ev.Accepted != nil && !ev.Accepted.Duplicate)
+		if drop {
+			o.held[id]--
+		}
+		return drop
+	})
+	if o.held[id] <= 0 {
+		delete(o.held, id)
 	}
 }
 

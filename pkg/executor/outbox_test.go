@@ -15,7 +15,7 @@ func progress(id string, n int) *Event {
 }
 
 func TestOutboxMergesPendingProgressAndCountsDrops(t *testing.T) {
-	o := newOutbox(0)
+	o := newOutbox(0, false)
 	o.pushProgress(progress("a", 100))
 	o.push(&Event{Accepted: &Accepted{ToolUseID: "b"}})
 	o.pushProgress(progress("a", maxPendingProgress)) // merged into the first; overflows
@@ -36,7 +36,7 @@ func TestOutboxMergesPendingProgressAndCountsDrops(t *testing.T) {
 }
 
 func TestOutboxReplay(t *testing.T) {
-	o := newOutbox(0)
+	o := newOutbox(0, false)
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
 		o.push(&Event{Accepted: &Accepted{}})
@@ -65,7 +65,7 @@ func TestOutboxReplay(t *testing.T) {
 }
 
 func TestOutboxCloseDrainsThenEnds(t *testing.T) {
-	o := newOutbox(0)
+	o := newOutbox(0, false)
 	o.push(&Event{Accepted: &Accepted{}})
 	o.close()
 	o.push(&Event{Accepted: &Accepted{}}) // dropped: closed
@@ -81,7 +81,7 @@ func TestOutboxCloseDrainsThenEnds(t *testing.T) {
 // A reader that keeps taking events gets every byte: the writer waits for
 // room instead of dropping.
 func TestOutboxProgressWaitsForAReaderThatKeepsUp(t *testing.T) {
-	o := newOutbox(0)
+	o := newOutbox(0, false)
 	o.stall = time.Hour // the reader below never stalls, however loaded the machine
 	o.pushProgress(progress("a", maxPendingProgress))
 	done := make(chan struct{})
@@ -105,7 +105,7 @@ func TestOutboxProgressWaitsForAReaderThatKeepsUp(t *testing.T) {
 // A reader that takes nothing makes progress drop, counted, instead of
 // holding up the writer.
 func TestOutboxProgressDropsForAStalledReader(t *testing.T) {
-	o := newOutbox(0)
+	o := newOutbox(0, false)
 	o.stall = 0
 	o.pushProgress(progress("a", maxPendingProgress))
 	o.pushProgress(progress("a", 100))
@@ -127,7 +127,7 @@ func TestOutboxProgressDropsForAStalledReader(t *testing.T) {
 
 // Closing the outbox releases a writer waiting for room.
 func TestOutboxCloseReleasesProgressWriter(t *testing.T) {
-	o := newOutbox(0)
+	o := newOutbox(0, false)
 	o.stall, o.maxWait = time.Hour, time.Hour
 	o.pushProgress(progress("a", maxPendingProgress))
 	done := make(chan struct{})
@@ -143,7 +143,7 @@ func TestOutboxCloseReleasesProgressWriter(t *testing.T) {
 // The replay log is bounded by size, not only by count: large Results
 // leave it once it holds more than maxLogBytes, progress before them.
 func TestOutboxReplayLogIsBoundedBySize(t *testing.T) {
-	o := newOutbox(0)
+	o := newOutbox(0, false)
 	ctx := context.Background()
 	big := strings.Repeat("x", 100<<10)
 	send := func(ev *Event) {
@@ -226,7 +226,7 @@ func expectEvents(t *testing.T, o *outbox, want ...string) {
 // Accepted and Started wait for their call's next event and then go out
 // with it, in order; other calls' events pass them meanwhile.
 func TestOutboxHoldsLifecycleEventsForTheCallsNextEvent(t *testing.T) {
-	o := newOutbox(time.Hour)
+	o := newOutbox(time.Hour, false)
 	o.push(accepted("a"))
 	o.push(started("a"))
 	o.push(accepted("b"))
@@ -244,11 +244,58 @@ func TestOutboxHoldsLifecycleEventsForTheCallsNextEvent(t *testing.T) {
 	expectEvents(t, o, "abort ack", "result c")
 }
 
+// With fold, a call whose Result comes while its Accepted and Started are
+// held gets the Result alone. Whatever else releases them (progress, the
+// hold's end, an AbortAck) sends them as without fold, and a duplicate's
+// Accepted and an AbortAck held for the call are never left out.
+func TestOutboxFoldsTheLifecycleOfShortCalls(t *testing.T) {
+	o := newOutbox(time.Hour, true)
+	o.push(accepted("a"))
+	o.push(started("a"))
+	o.push(accepted("b"))
+	expectEvents(t, o) // all held
+	o.push(result("a"))
+	expectEvents(t, o, "result a")
+	if len(o.held) != 1 || o.held["b"] != 1 {
+		t.Fatalf("held = %v, want only b's Accepted", o.held)
+	}
+	o.push(started("b"))
+	o.pushProgress(progress("b", 10))
+	o.push(result("b"))
+	expectEvents(t, o, "accepted b", "started b", "progress b", "result b")
+
+	o.push(&Event{Accepted: &Accepted{ToolUseID: "c", Duplicate: true}})
+	o.push(result("c"))
+	expectEvents(t, o, "accepted c", "result c")
+
+	o.push(accepted("d"))
+	o.push(started("d"))
+	o.push(&Event{AbortAck: &AbortAck{ToolUseIDs: []string{"d"}}}) // sends what is held first
+	o.push(result("d"))
+	expectEvents(t, o, "accepted d", "started d", "abort ack", "result d")
+
+	o.push(accepted("e"))
+	o.push(&Event{AbortAck: &AbortAck{ToolUseIDs: []string{"e", "f"}}})
+	o.push(started("f"))
+	o.push(result("f"))
+	expectEvents(t, o, "accepted e", "abort ack", "result f")
+	if len(o.held) != 0 {
+		t.Fatalf("held = %v after every call's Result, want none", o.held)
+	}
+
+	o = newOutbox(5*time.Millisecond, true)
+	o.push(accepted("slow"))
+	o.push(started("slow"))
+	expectEvents(t, o, "accepted slow", "started slow") // after the hold
+	o.push(result("slow"))
+	expectEvents(t, o, "result slow")
+}
+
 // An AbortAck waits for the first event of a call it stops, whichever of
 // them that is, and never overtakes events pushed before it; one that
 // stops nothing goes at once.
 func TestOutboxHoldsAnAbortAckForTheStoppedCalls(t *testing.T) {
-	o := newOutbox(time.Hour)
+	o := newOutbox(time.Hour, false)
 	o.push(&Event{AbortAck: &AbortAck{}})
 	expectEvents(t, o, "abort ack")
 	o.push(result("x"))
@@ -259,7 +306,7 @@ func TestOutboxHoldsAnAbortAckForTheStoppedCalls(t *testing.T) {
 	o.push(result("a"))
 	expectEvents(t, o, "abort ack", "result b", "result a")
 
-	o = newOutbox(5 * time.Millisecond)
+	o = newOutbox(5*time.Millisecond, false)
 	o.push(&Event{AbortAck: &AbortAck{ToolUseIDs: []string{"slow"}}})
 	expectEvents(t, o, "abort ack") // after its hold
 }
@@ -267,12 +314,12 @@ func TestOutboxHoldsAnAbortAckForTheStoppedCalls(t *testing.T) {
 // A held event goes out on its own once the hold ends, and at once when the
 // outbox closes.
 func TestOutboxReleasesHeldEventsInTime(t *testing.T) {
-	o := newOutbox(5 * time.Millisecond)
+	o := newOutbox(5*time.Millisecond, false)
 	o.push(accepted("a"))
 	o.push(started("a"))
 	expectEvents(t, o, "accepted a", "started a")
 
-	o = newOutbox(time.Hour)
+	o = newOutbox(time.Hour, false)
 	o.push(accepted("b"))
 	o.close()
 	expectEvents(t, o, "accepted b")
@@ -285,7 +332,7 @@ func TestOutboxReleasesHeldEventsInTime(t *testing.T) {
 // progress after a long hold finds a reader that was idle, not stalled, and
 // its output waits for it instead of being dropped.
 func TestOutboxHeldEventsDoNotMakeTheReaderLookStalled(t *testing.T) {
-	o := newOutbox(time.Hour)
+	o := newOutbox(time.Hour, false)
 	o.stall, o.maxWait = time.Minute, time.Minute
 	o.push(accepted("a"))
 	o.mu.Lock()
@@ -332,7 +379,7 @@ func TestOutboxHeldEventsDoNotMakeTheReaderLookStalled(t *testing.T) {
 // A reader whose context ended (a stream that broke, or one another
 // stream superseded) takes no event: the next reader gets it.
 func TestOutboxReaderThatIsGoneTakesNothing(t *testing.T) {
-	o := newOutbox(0)
+	o := newOutbox(0, false)
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
 	o.push(&Event{Accepted: &Accepted{ToolUseID: "a"}})

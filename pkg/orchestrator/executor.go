@@ -142,6 +142,9 @@ func (s *Session) open(ctx context.Context, addr string) error {
 	if s.cfg.Options != nil {
 		req.Options = *s.cfg.Options
 	}
+	// Only a call that runs a while needs its Started here (print's status
+	// line); a short call's Result says when it started.
+	req.Options.FoldLifecycle = true
 	var l execapi.Link
 	var err error
 	if s.shared {

@@ -57,8 +57,16 @@ type harness struct {
 
 func newHarness(t *testing.T, replies ...fakeapi.Reply) *harness {
 	t.Helper()
+	return newHarnessWith(t, embedded.Config{}, replies...)
+}
+
+// newHarnessWith is newHarness with an executor configured by cfg (its
+// Root is the harness's).
+func newHarnessWith(t *testing.T, cfg embedded.Config, replies ...fakeapi.Reply) *harness {
+	t.Helper()
 	h := &harness{t: t, root: sandboxtest.Dir(t), storeDir: t.TempDir(), fake: fakeapi.New(t, replies...)}
-	emb, err := embedded.Start(context.Background(), embedded.Config{Root: h.root})
+	cfg.Root = h.root
+	emb, err := embedded.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("start embedded executor: %v", err)
 	}

@@ -23,6 +23,68 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Lifecycle says which calls get Accepted and Started. Both are held for
+// up to one progress interval and go out just before their call's next
+// event (see Accepted); the choice is what happens when that next event is
+// the Result.
+type Lifecycle int32
+
+const (
+	// The executor default: LIFECYCLE_EVERY_CALL.
+	Lifecycle_LIFECYCLE_UNSPECIFIED Lifecycle = 0
+	// Every call gets Accepted, and Started once it leaves the queue.
+	Lifecycle_LIFECYCLE_EVERY_CALL Lifecycle = 1
+	// A call whose Result comes while its Accepted and Started are still held
+	// gets the Result alone: Result.timing says when the call was received
+	// and when it started. A call that runs past the hold, reports progress,
+	// asks for permission or is named by an AbortAck gets both as with
+	// LIFECYCLE_EVERY_CALL, and a repeated tool_use id still gets its
+	// Accepted (duplicate set). A short call then costs the executor, the
+	// network and the client one event instead of three.
+	Lifecycle_LIFECYCLE_FOLDED Lifecycle = 2
+)
+
+// Enum value maps for Lifecycle.
+var (
+	Lifecycle_name = map[int32]string{
+		0: "LIFECYCLE_UNSPECIFIED",
+		1: "LIFECYCLE_EVERY_CALL",
+		2: "LIFECYCLE_FOLDED",
+	}
+	Lifecycle_value = map[string]int32{
+		"LIFECYCLE_UNSPECIFIED": 0,
+		"LIFECYCLE_EVERY_CALL":  1,
+		"LIFECYCLE_FOLDED":      2,
+	}
+)
+
+func (x Lifecycle) Enum() *Lifecycle {
+	p := new(Lifecycle)
+	*p = x
+	return p
+}
+
+func (x Lifecycle) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Lifecycle) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolwire_executor_v1_executor_proto_enumTypes[0].Descriptor()
+}
+
+func (Lifecycle) Type() protoreflect.EnumType {
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[0]
+}
+
+func (x Lifecycle) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Lifecycle.Descriptor instead.
+func (Lifecycle) EnumDescriptor() ([]byte, []int) {
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{0}
+}
+
 // ResultOrder says in which order a session's Results are sent.
 type ResultOrder int32
 
@@ -61,11 +123,11 @@ func (x ResultOrder) String() string {
 }
 
 func (ResultOrder) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[0].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[1].Descriptor()
 }
 
 func (ResultOrder) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[0]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[1]
 }
 
 func (x ResultOrder) Number() protoreflect.EnumNumber {
@@ -74,7 +136,7 @@ func (x ResultOrder) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ResultOrder.Descriptor instead.
 func (ResultOrder) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{0}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{1}
 }
 
 // SiblingAbort selects the sibling-abort policy.
@@ -115,11 +177,11 @@ func (x SiblingAbort) String() string {
 }
 
 func (SiblingAbort) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[1].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[2].Descriptor()
 }
 
 func (SiblingAbort) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[1]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[2]
 }
 
 func (x SiblingAbort) Number() protoreflect.EnumNumber {
@@ -128,7 +190,7 @@ func (x SiblingAbort) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SiblingAbort.Descriptor instead.
 func (SiblingAbort) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{1}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{2}
 }
 
 // PermissionMode is the default policy for calls no rule matches.
@@ -176,11 +238,11 @@ func (x PermissionMode) String() string {
 }
 
 func (PermissionMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[2].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[3].Descriptor()
 }
 
 func (PermissionMode) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[2]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[3]
 }
 
 func (x PermissionMode) Number() protoreflect.EnumNumber {
@@ -189,7 +251,7 @@ func (x PermissionMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PermissionMode.Descriptor instead.
 func (PermissionMode) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{2}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{3}
 }
 
 // HookEvent names the point of the pipeline where a hook runs.
@@ -230,11 +292,11 @@ func (x HookEvent) String() string {
 }
 
 func (HookEvent) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[3].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[4].Descriptor()
 }
 
 func (HookEvent) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[3]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[4]
 }
 
 func (x HookEvent) Number() protoreflect.EnumNumber {
@@ -243,7 +305,7 @@ func (x HookEvent) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HookEvent.Descriptor instead.
 func (HookEvent) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{3}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{4}
 }
 
 // AbortReason classifies why calls were stopped.
@@ -295,11 +357,11 @@ func (x AbortReason) String() string {
 }
 
 func (AbortReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[4].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[5].Descriptor()
 }
 
 func (AbortReason) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[4]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[5]
 }
 
 func (x AbortReason) Number() protoreflect.EnumNumber {
@@ -308,7 +370,7 @@ func (x AbortReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AbortReason.Descriptor instead.
 func (AbortReason) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{4}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{5}
 }
 
 // PermissionBehavior is a client's answer to a PermissionRequest.
@@ -353,11 +415,11 @@ func (x PermissionBehavior) String() string {
 }
 
 func (PermissionBehavior) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[5].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[6].Descriptor()
 }
 
 func (PermissionBehavior) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[5]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[6]
 }
 
 func (x PermissionBehavior) Number() protoreflect.EnumNumber {
@@ -366,7 +428,7 @@ func (x PermissionBehavior) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PermissionBehavior.Descriptor instead.
 func (PermissionBehavior) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{5}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
 }
 
 // McpServerState is the connection state of an MCP server.
@@ -412,11 +474,11 @@ func (x McpServerState) String() string {
 }
 
 func (McpServerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[6].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[7].Descriptor()
 }
 
 func (McpServerState) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[6]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[7]
 }
 
 func (x McpServerState) Number() protoreflect.EnumNumber {
@@ -425,7 +487,7 @@ func (x McpServerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use McpServerState.Descriptor instead.
 func (McpServerState) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
 }
 
 // Protection is one kind of confinement.
@@ -518,11 +580,11 @@ func (x Protection) String() string {
 }
 
 func (Protection) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[7].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[8].Descriptor()
 }
 
 func (Protection) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[7]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[8]
 }
 
 func (x Protection) Number() protoreflect.EnumNumber {
@@ -531,7 +593,7 @@ func (x Protection) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Protection.Descriptor instead.
 func (Protection) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{7}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
 }
 
 // Outcome classifies how a call ended.
@@ -604,11 +666,11 @@ func (x Outcome) String() string {
 }
 
 func (Outcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[8].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[9].Descriptor()
 }
 
 func (Outcome) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[8]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[9]
 }
 
 func (x Outcome) Number() protoreflect.EnumNumber {
@@ -617,7 +679,7 @@ func (x Outcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Outcome.Descriptor instead.
 func (Outcome) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{8}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
 }
 
 // RestoreAction is what a restore did to a file.
@@ -661,11 +723,11 @@ func (x RestoreAction) String() string {
 }
 
 func (RestoreAction) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[9].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[10].Descriptor()
 }
 
 func (RestoreAction) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[9]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[10]
 }
 
 func (x RestoreAction) Number() protoreflect.EnumNumber {
@@ -674,7 +736,7 @@ func (x RestoreAction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RestoreAction.Descriptor instead.
 func (RestoreAction) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{9}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{10}
 }
 
 // Concurrency is a tool's concurrency class.
@@ -718,11 +780,11 @@ func (x Concurrency) String() string {
 }
 
 func (Concurrency) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolwire_executor_v1_executor_proto_enumTypes[10].Descriptor()
+	return file_toolwire_executor_v1_executor_proto_enumTypes[11].Descriptor()
 }
 
 func (Concurrency) Type() protoreflect.EnumType {
-	return &file_toolwire_executor_v1_executor_proto_enumTypes[10]
+	return &file_toolwire_executor_v1_executor_proto_enumTypes[11]
 }
 
 func (x Concurrency) Number() protoreflect.EnumNumber {
@@ -731,7 +793,7 @@ func (x Concurrency) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Concurrency.Descriptor instead.
 func (Concurrency) EnumDescriptor() ([]byte, []int) {
-	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{10}
+	return file_toolwire_executor_v1_executor_proto_rawDescGZIP(), []int{11}
 }
 
 // ExecuteRequest is one client-to-executor message on the Execute stream.
@@ -1212,8 +1274,10 @@ type SessionOptions struct {
 	// How long a call waits for a PermissionDecision before it counts as denied.
 	// Zero means the executor's default.
 	PermissionTimeout *durationpb.Duration `protobuf:"bytes,5,opt,name=permission_timeout,json=permissionTimeout,proto3" json:"permission_timeout,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Which calls get their Accepted and Started events.
+	Lifecycle     Lifecycle `protobuf:"varint,6,opt,name=lifecycle,proto3,enum=toolwire.executor.v1.Lifecycle" json:"lifecycle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionOptions) Reset() {
@@ -1279,6 +1343,13 @@ func (x *SessionOptions) GetPermissionTimeout() *durationpb.Duration {
 		return x.PermissionTimeout
 	}
 	return nil
+}
+
+func (x *SessionOptions) GetLifecycle() Lifecycle {
+	if x != nil {
+		return x.Lifecycle
+	}
+	return Lifecycle_LIFECYCLE_UNSPECIFIED
 }
 
 // Settings holds permission rules, mode and hooks in the shape of Claude
@@ -2877,6 +2948,7 @@ func (x *Limits) GetMaxOutputMemoryBytes() uint64 {
 // Accepted acknowledges a ToolUse. Like Started, it waits for its call's
 // next event, at most one progress interval, and goes out just before it:
 // a short call arrives as one burst. The event's time says when it happened.
+// With LIFECYCLE_FOLDED a short call's Accepted and Started are left out.
 type Accepted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The call.
@@ -4522,13 +4594,14 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd6\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x03\n" +
 	"\x0eSessionOptions\x12D\n" +
 	"\fresult_order\x18\x01 \x01(\x0e2!.toolwire.executor.v1.ResultOrderR\vresultOrder\x12G\n" +
 	"\rsibling_abort\x18\x02 \x01(\x0e2\".toolwire.executor.v1.SiblingAbortR\fsiblingAbort\x12'\n" +
 	"\x0fmax_concurrency\x18\x03 \x01(\rR\x0emaxConcurrency\x12B\n" +
 	"\x0fdefault_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x0edefaultTimeout\x12H\n" +
-	"\x12permission_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x11permissionTimeout\"\xf3\x01\n" +
+	"\x12permission_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x11permissionTimeout\x12=\n" +
+	"\tlifecycle\x18\x06 \x01(\x0e2\x1f.toolwire.executor.v1.LifecycleR\tlifecycle\"\xf3\x01\n" +
 	"\bSettings\x12\x14\n" +
 	"\x05allow\x18\x01 \x03(\tR\x05allow\x12\x10\n" +
 	"\x03ask\x18\x02 \x03(\tR\x03ask\x12\x12\n" +
@@ -4776,7 +4849,11 @@ const file_toolwire_executor_v1_executor_proto_rawDesc = "" +
 	"\x11input_schema_json\x18\x03 \x01(\tR\x0finputSchemaJson\x12\x1b\n" +
 	"\tread_only\x18\x04 \x01(\bR\breadOnly\x12C\n" +
 	"\vconcurrency\x18\x05 \x01(\x0e2!.toolwire.executor.v1.ConcurrencyR\vconcurrency\x12\x18\n" +
-	"\aaliases\x18\x06 \x03(\tR\aaliases*c\n" +
+	"\aaliases\x18\x06 \x03(\tR\aaliases*V\n" +
+	"\tLifecycle\x12\x19\n" +
+	"\x15LIFECYCLE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14LIFECYCLE_EVERY_CALL\x10\x01\x12\x14\n" +
+	"\x10LIFECYCLE_FOLDED\x10\x02*c\n" +
 	"\vResultOrder\x12\x1c\n" +
 	"\x18RESULT_ORDER_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15RESULT_ORDER_TOOL_USE\x10\x01\x12\x1b\n" +
@@ -4868,156 +4945,158 @@ func file_toolwire_executor_v1_executor_proto_rawDescGZIP() []byte {
 	return file_toolwire_executor_v1_executor_proto_rawDescData
 }
 
-var file_toolwire_executor_v1_executor_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
+var file_toolwire_executor_v1_executor_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
 var file_toolwire_executor_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_toolwire_executor_v1_executor_proto_goTypes = []any{
-	(ResultOrder)(0),              // 0: toolwire.executor.v1.ResultOrder
-	(SiblingAbort)(0),             // 1: toolwire.executor.v1.SiblingAbort
-	(PermissionMode)(0),           // 2: toolwire.executor.v1.PermissionMode
-	(HookEvent)(0),                // 3: toolwire.executor.v1.HookEvent
-	(AbortReason)(0),              // 4: toolwire.executor.v1.AbortReason
-	(PermissionBehavior)(0),       // 5: toolwire.executor.v1.PermissionBehavior
-	(McpServerState)(0),           // 6: toolwire.executor.v1.McpServerState
-	(Protection)(0),               // 7: toolwire.executor.v1.Protection
-	(Outcome)(0),                  // 8: toolwire.executor.v1.Outcome
-	(RestoreAction)(0),            // 9: toolwire.executor.v1.RestoreAction
-	(Concurrency)(0),              // 10: toolwire.executor.v1.Concurrency
-	(*ExecuteRequest)(nil),        // 11: toolwire.executor.v1.ExecuteRequest
-	(*Open)(nil),                  // 12: toolwire.executor.v1.Open
-	(*ToolSet)(nil),               // 13: toolwire.executor.v1.ToolSet
-	(*McpServerConfig)(nil),       // 14: toolwire.executor.v1.McpServerConfig
-	(*SessionOptions)(nil),        // 15: toolwire.executor.v1.SessionOptions
-	(*Settings)(nil),              // 16: toolwire.executor.v1.Settings
-	(*NetworkSettings)(nil),       // 17: toolwire.executor.v1.NetworkSettings
-	(*DomainList)(nil),            // 18: toolwire.executor.v1.DomainList
-	(*Hook)(nil),                  // 19: toolwire.executor.v1.Hook
-	(*HookCommand)(nil),           // 20: toolwire.executor.v1.HookCommand
-	(*Resume)(nil),                // 21: toolwire.executor.v1.Resume
-	(*ToolUse)(nil),               // 22: toolwire.executor.v1.ToolUse
-	(*Abort)(nil),                 // 23: toolwire.executor.v1.Abort
-	(*Background)(nil),            // 24: toolwire.executor.v1.Background
-	(*ListCheckpoints)(nil),       // 25: toolwire.executor.v1.ListCheckpoints
-	(*RestoreCheckpoint)(nil),     // 26: toolwire.executor.v1.RestoreCheckpoint
-	(*PermissionDecision)(nil),    // 27: toolwire.executor.v1.PermissionDecision
-	(*ExecuteResponse)(nil),       // 28: toolwire.executor.v1.ExecuteResponse
-	(*Hello)(nil),                 // 29: toolwire.executor.v1.Hello
-	(*McpServerStatus)(nil),       // 30: toolwire.executor.v1.McpServerStatus
-	(*McpToolsChanged)(nil),       // 31: toolwire.executor.v1.McpToolsChanged
-	(*SandboxInfo)(nil),           // 32: toolwire.executor.v1.SandboxInfo
-	(*Limits)(nil),                // 33: toolwire.executor.v1.Limits
-	(*Accepted)(nil),              // 34: toolwire.executor.v1.Accepted
-	(*Started)(nil),               // 35: toolwire.executor.v1.Started
-	(*Progress)(nil),              // 36: toolwire.executor.v1.Progress
-	(*PermissionRequest)(nil),     // 37: toolwire.executor.v1.PermissionRequest
-	(*Result)(nil),                // 38: toolwire.executor.v1.Result
-	(*ContentBlock)(nil),          // 39: toolwire.executor.v1.ContentBlock
-	(*TextBlock)(nil),             // 40: toolwire.executor.v1.TextBlock
-	(*ImageBlock)(nil),            // 41: toolwire.executor.v1.ImageBlock
-	(*DocumentBlock)(nil),         // 42: toolwire.executor.v1.DocumentBlock
-	(*Timing)(nil),                // 43: toolwire.executor.v1.Timing
-	(*Truncation)(nil),            // 44: toolwire.executor.v1.Truncation
-	(*AbortAck)(nil),              // 45: toolwire.executor.v1.AbortAck
-	(*BackgroundAck)(nil),         // 46: toolwire.executor.v1.BackgroundAck
-	(*CheckpointList)(nil),        // 47: toolwire.executor.v1.CheckpointList
-	(*Checkpoint)(nil),            // 48: toolwire.executor.v1.Checkpoint
-	(*CheckpointFile)(nil),        // 49: toolwire.executor.v1.CheckpointFile
-	(*RestoreResult)(nil),         // 50: toolwire.executor.v1.RestoreResult
-	(*RestoredFile)(nil),          // 51: toolwire.executor.v1.RestoredFile
-	(*TaskNotification)(nil),      // 52: toolwire.executor.v1.TaskNotification
-	(*ListToolsRequest)(nil),      // 53: toolwire.executor.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 54: toolwire.executor.v1.ListToolsResponse
-	(*ToolDefinition)(nil),        // 55: toolwire.executor.v1.ToolDefinition
-	nil,                           // 56: toolwire.executor.v1.Open.McpServersEntry
-	nil,                           // 57: toolwire.executor.v1.McpServerConfig.EnvEntry
-	nil,                           // 58: toolwire.executor.v1.McpServerConfig.HeadersEntry
-	(*durationpb.Duration)(nil),   // 59: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 60: google.protobuf.Timestamp
+	(Lifecycle)(0),                // 0: toolwire.executor.v1.Lifecycle
+	(ResultOrder)(0),              // 1: toolwire.executor.v1.ResultOrder
+	(SiblingAbort)(0),             // 2: toolwire.executor.v1.SiblingAbort
+	(PermissionMode)(0),           // 3: toolwire.executor.v1.PermissionMode
+	(HookEvent)(0),                // 4: toolwire.executor.v1.HookEvent
+	(AbortReason)(0),              // 5: toolwire.executor.v1.AbortReason
+	(PermissionBehavior)(0),       // 6: toolwire.executor.v1.PermissionBehavior
+	(McpServerState)(0),           // 7: toolwire.executor.v1.McpServerState
+	(Protection)(0),               // 8: toolwire.executor.v1.Protection
+	(Outcome)(0),                  // 9: toolwire.executor.v1.Outcome
+	(RestoreAction)(0),            // 10: toolwire.executor.v1.RestoreAction
+	(Concurrency)(0),              // 11: toolwire.executor.v1.Concurrency
+	(*ExecuteRequest)(nil),        // 12: toolwire.executor.v1.ExecuteRequest
+	(*Open)(nil),                  // 13: toolwire.executor.v1.Open
+	(*ToolSet)(nil),               // 14: toolwire.executor.v1.ToolSet
+	(*McpServerConfig)(nil),       // 15: toolwire.executor.v1.McpServerConfig
+	(*SessionOptions)(nil),        // 16: toolwire.executor.v1.SessionOptions
+	(*Settings)(nil),              // 17: toolwire.executor.v1.Settings
+	(*NetworkSettings)(nil),       // 18: toolwire.executor.v1.NetworkSettings
+	(*DomainList)(nil),            // 19: toolwire.executor.v1.DomainList
+	(*Hook)(nil),                  // 20: toolwire.executor.v1.Hook
+	(*HookCommand)(nil),           // 21: toolwire.executor.v1.HookCommand
+	(*Resume)(nil),                // 22: toolwire.executor.v1.Resume
+	(*ToolUse)(nil),               // 23: toolwire.executor.v1.ToolUse
+	(*Abort)(nil),                 // 24: toolwire.executor.v1.Abort
+	(*Background)(nil),            // 25: toolwire.executor.v1.Background
+	(*ListCheckpoints)(nil),       // 26: toolwire.executor.v1.ListCheckpoints
+	(*RestoreCheckpoint)(nil),     // 27: toolwire.executor.v1.RestoreCheckpoint
+	(*PermissionDecision)(nil),    // 28: toolwire.executor.v1.PermissionDecision
+	(*ExecuteResponse)(nil),       // 29: toolwire.executor.v1.ExecuteResponse
+	(*Hello)(nil),                 // 30: toolwire.executor.v1.Hello
+	(*McpServerStatus)(nil),       // 31: toolwire.executor.v1.McpServerStatus
+	(*McpToolsChanged)(nil),       // 32: toolwire.executor.v1.McpToolsChanged
+	(*SandboxInfo)(nil),           // 33: toolwire.executor.v1.SandboxInfo
+	(*Limits)(nil),                // 34: toolwire.executor.v1.Limits
+	(*Accepted)(nil),              // 35: toolwire.executor.v1.Accepted
+	(*Started)(nil),               // 36: toolwire.executor.v1.Started
+	(*Progress)(nil),              // 37: toolwire.executor.v1.Progress
+	(*PermissionRequest)(nil),     // 38: toolwire.executor.v1.PermissionRequest
+	(*Result)(nil),                // 39: toolwire.executor.v1.Result
+	(*ContentBlock)(nil),          // 40: toolwire.executor.v1.ContentBlock
+	(*TextBlock)(nil),             // 41: toolwire.executor.v1.TextBlock
+	(*ImageBlock)(nil),            // 42: toolwire.executor.v1.ImageBlock
+	(*DocumentBlock)(nil),         // 43: toolwire.executor.v1.DocumentBlock
+	(*Timing)(nil),                // 44: toolwire.executor.v1.Timing
+	(*Truncation)(nil),            // 45: toolwire.executor.v1.Truncation
+	(*AbortAck)(nil),              // 46: toolwire.executor.v1.AbortAck
+	(*BackgroundAck)(nil),         // 47: toolwire.executor.v1.BackgroundAck
+	(*CheckpointList)(nil),        // 48: toolwire.executor.v1.CheckpointList
+	(*Checkpoint)(nil),            // 49: toolwire.executor.v1.Checkpoint
+	(*CheckpointFile)(nil),        // 50: toolwire.executor.v1.CheckpointFile
+	(*RestoreResult)(nil),         // 51: toolwire.executor.v1.RestoreResult
+	(*RestoredFile)(nil),          // 52: toolwire.executor.v1.RestoredFile
+	(*TaskNotification)(nil),      // 53: toolwire.executor.v1.TaskNotification
+	(*ListToolsRequest)(nil),      // 54: toolwire.executor.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 55: toolwire.executor.v1.ListToolsResponse
+	(*ToolDefinition)(nil),        // 56: toolwire.executor.v1.ToolDefinition
+	nil,                           // 57: toolwire.executor.v1.Open.McpServersEntry
+	nil,                           // 58: toolwire.executor.v1.McpServerConfig.EnvEntry
+	nil,                           // 59: toolwire.executor.v1.McpServerConfig.HeadersEntry
+	(*durationpb.Duration)(nil),   // 60: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 61: google.protobuf.Timestamp
 }
 var file_toolwire_executor_v1_executor_proto_depIdxs = []int32{
-	12, // 0: toolwire.executor.v1.ExecuteRequest.open:type_name -> toolwire.executor.v1.Open
-	21, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
-	22, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
-	23, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
-	27, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
-	24, // 5: toolwire.executor.v1.ExecuteRequest.background:type_name -> toolwire.executor.v1.Background
-	25, // 6: toolwire.executor.v1.ExecuteRequest.list_checkpoints:type_name -> toolwire.executor.v1.ListCheckpoints
-	26, // 7: toolwire.executor.v1.ExecuteRequest.restore_checkpoint:type_name -> toolwire.executor.v1.RestoreCheckpoint
-	15, // 8: toolwire.executor.v1.Open.options:type_name -> toolwire.executor.v1.SessionOptions
-	16, // 9: toolwire.executor.v1.Open.settings:type_name -> toolwire.executor.v1.Settings
-	56, // 10: toolwire.executor.v1.Open.mcp_servers:type_name -> toolwire.executor.v1.Open.McpServersEntry
-	13, // 11: toolwire.executor.v1.Open.tools:type_name -> toolwire.executor.v1.ToolSet
-	57, // 12: toolwire.executor.v1.McpServerConfig.env:type_name -> toolwire.executor.v1.McpServerConfig.EnvEntry
-	58, // 13: toolwire.executor.v1.McpServerConfig.headers:type_name -> toolwire.executor.v1.McpServerConfig.HeadersEntry
-	0,  // 14: toolwire.executor.v1.SessionOptions.result_order:type_name -> toolwire.executor.v1.ResultOrder
-	1,  // 15: toolwire.executor.v1.SessionOptions.sibling_abort:type_name -> toolwire.executor.v1.SiblingAbort
-	59, // 16: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
-	59, // 17: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
-	2,  // 18: toolwire.executor.v1.Settings.mode:type_name -> toolwire.executor.v1.PermissionMode
-	19, // 19: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
-	17, // 20: toolwire.executor.v1.Settings.network:type_name -> toolwire.executor.v1.NetworkSettings
-	18, // 21: toolwire.executor.v1.NetworkSettings.allowed_domains:type_name -> toolwire.executor.v1.DomainList
-	3,  // 22: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
-	20, // 23: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
-	59, // 24: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
-	59, // 25: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
-	4,  // 26: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
-	5,  // 27: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
-	60, // 28: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
-	29, // 29: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
-	34, // 30: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
-	35, // 31: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
-	36, // 32: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
-	37, // 33: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
-	38, // 34: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
-	45, // 35: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
-	52, // 36: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
-	31, // 37: toolwire.executor.v1.ExecuteResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
-	46, // 38: toolwire.executor.v1.ExecuteResponse.background_ack:type_name -> toolwire.executor.v1.BackgroundAck
-	47, // 39: toolwire.executor.v1.ExecuteResponse.checkpoint_list:type_name -> toolwire.executor.v1.CheckpointList
-	50, // 40: toolwire.executor.v1.ExecuteResponse.restore_result:type_name -> toolwire.executor.v1.RestoreResult
-	32, // 41: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
-	33, // 42: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
-	59, // 43: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
-	30, // 44: toolwire.executor.v1.Hello.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
-	55, // 45: toolwire.executor.v1.Hello.mcp_tools:type_name -> toolwire.executor.v1.ToolDefinition
-	6,  // 46: toolwire.executor.v1.McpServerStatus.state:type_name -> toolwire.executor.v1.McpServerState
-	30, // 47: toolwire.executor.v1.McpToolsChanged.servers:type_name -> toolwire.executor.v1.McpServerStatus
-	55, // 48: toolwire.executor.v1.McpToolsChanged.tools:type_name -> toolwire.executor.v1.ToolDefinition
-	7,  // 49: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
-	59, // 50: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
-	59, // 51: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
-	59, // 52: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
-	59, // 53: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
-	39, // 54: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
-	8,  // 55: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
-	43, // 56: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
-	44, // 57: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
-	40, // 58: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
-	41, // 59: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
-	42, // 60: toolwire.executor.v1.ContentBlock.document:type_name -> toolwire.executor.v1.DocumentBlock
-	60, // 61: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
-	60, // 62: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
-	60, // 63: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
-	59, // 64: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
-	59, // 65: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
-	23, // 66: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
-	48, // 67: toolwire.executor.v1.CheckpointList.checkpoints:type_name -> toolwire.executor.v1.Checkpoint
-	60, // 68: toolwire.executor.v1.Checkpoint.time:type_name -> google.protobuf.Timestamp
-	49, // 69: toolwire.executor.v1.Checkpoint.files:type_name -> toolwire.executor.v1.CheckpointFile
-	51, // 70: toolwire.executor.v1.RestoreResult.files:type_name -> toolwire.executor.v1.RestoredFile
-	9,  // 71: toolwire.executor.v1.RestoredFile.action:type_name -> toolwire.executor.v1.RestoreAction
-	55, // 72: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
-	10, // 73: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
-	14, // 74: toolwire.executor.v1.Open.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
-	11, // 75: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
-	53, // 76: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
-	28, // 77: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
-	54, // 78: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
-	77, // [77:79] is the sub-list for method output_type
-	75, // [75:77] is the sub-list for method input_type
-	75, // [75:75] is the sub-list for extension type_name
-	75, // [75:75] is the sub-list for extension extendee
-	0,  // [0:75] is the sub-list for field type_name
+	13, // 0: toolwire.executor.v1.ExecuteRequest.open:type_name -> toolwire.executor.v1.Open
+	22, // 1: toolwire.executor.v1.ExecuteRequest.resume:type_name -> toolwire.executor.v1.Resume
+	23, // 2: toolwire.executor.v1.ExecuteRequest.tool_use:type_name -> toolwire.executor.v1.ToolUse
+	24, // 3: toolwire.executor.v1.ExecuteRequest.abort:type_name -> toolwire.executor.v1.Abort
+	28, // 4: toolwire.executor.v1.ExecuteRequest.permission_decision:type_name -> toolwire.executor.v1.PermissionDecision
+	25, // 5: toolwire.executor.v1.ExecuteRequest.background:type_name -> toolwire.executor.v1.Background
+	26, // 6: toolwire.executor.v1.ExecuteRequest.list_checkpoints:type_name -> toolwire.executor.v1.ListCheckpoints
+	27, // 7: toolwire.executor.v1.ExecuteRequest.restore_checkpoint:type_name -> toolwire.executor.v1.RestoreCheckpoint
+	16, // 8: toolwire.executor.v1.Open.options:type_name -> toolwire.executor.v1.SessionOptions
+	17, // 9: toolwire.executor.v1.Open.settings:type_name -> toolwire.executor.v1.Settings
+	57, // 10: toolwire.executor.v1.Open.mcp_servers:type_name -> toolwire.executor.v1.Open.McpServersEntry
+	14, // 11: toolwire.executor.v1.Open.tools:type_name -> toolwire.executor.v1.ToolSet
+	58, // 12: toolwire.executor.v1.McpServerConfig.env:type_name -> toolwire.executor.v1.McpServerConfig.EnvEntry
+	59, // 13: toolwire.executor.v1.McpServerConfig.headers:type_name -> toolwire.executor.v1.McpServerConfig.HeadersEntry
+	1,  // 14: toolwire.executor.v1.SessionOptions.result_order:type_name -> toolwire.executor.v1.ResultOrder
+	2,  // 15: toolwire.executor.v1.SessionOptions.sibling_abort:type_name -> toolwire.executor.v1.SiblingAbort
+	60, // 16: toolwire.executor.v1.SessionOptions.default_timeout:type_name -> google.protobuf.Duration
+	60, // 17: toolwire.executor.v1.SessionOptions.permission_timeout:type_name -> google.protobuf.Duration
+	0,  // 18: toolwire.executor.v1.SessionOptions.lifecycle:type_name -> toolwire.executor.v1.Lifecycle
+	3,  // 19: toolwire.executor.v1.Settings.mode:type_name -> toolwire.executor.v1.PermissionMode
+	20, // 20: toolwire.executor.v1.Settings.hooks:type_name -> toolwire.executor.v1.Hook
+	18, // 21: toolwire.executor.v1.Settings.network:type_name -> toolwire.executor.v1.NetworkSettings
+	19, // 22: toolwire.executor.v1.NetworkSettings.allowed_domains:type_name -> toolwire.executor.v1.DomainList
+	4,  // 23: toolwire.executor.v1.Hook.event:type_name -> toolwire.executor.v1.HookEvent
+	21, // 24: toolwire.executor.v1.Hook.commands:type_name -> toolwire.executor.v1.HookCommand
+	60, // 25: toolwire.executor.v1.HookCommand.timeout:type_name -> google.protobuf.Duration
+	60, // 26: toolwire.executor.v1.ToolUse.timeout:type_name -> google.protobuf.Duration
+	5,  // 27: toolwire.executor.v1.Abort.reason:type_name -> toolwire.executor.v1.AbortReason
+	6,  // 28: toolwire.executor.v1.PermissionDecision.behavior:type_name -> toolwire.executor.v1.PermissionBehavior
+	61, // 29: toolwire.executor.v1.ExecuteResponse.time:type_name -> google.protobuf.Timestamp
+	30, // 30: toolwire.executor.v1.ExecuteResponse.hello:type_name -> toolwire.executor.v1.Hello
+	35, // 31: toolwire.executor.v1.ExecuteResponse.accepted:type_name -> toolwire.executor.v1.Accepted
+	36, // 32: toolwire.executor.v1.ExecuteResponse.started:type_name -> toolwire.executor.v1.Started
+	37, // 33: toolwire.executor.v1.ExecuteResponse.progress:type_name -> toolwire.executor.v1.Progress
+	38, // 34: toolwire.executor.v1.ExecuteResponse.permission_request:type_name -> toolwire.executor.v1.PermissionRequest
+	39, // 35: toolwire.executor.v1.ExecuteResponse.result:type_name -> toolwire.executor.v1.Result
+	46, // 36: toolwire.executor.v1.ExecuteResponse.abort_ack:type_name -> toolwire.executor.v1.AbortAck
+	53, // 37: toolwire.executor.v1.ExecuteResponse.task_notification:type_name -> toolwire.executor.v1.TaskNotification
+	32, // 38: toolwire.executor.v1.ExecuteResponse.mcp_tools_changed:type_name -> toolwire.executor.v1.McpToolsChanged
+	47, // 39: toolwire.executor.v1.ExecuteResponse.background_ack:type_name -> toolwire.executor.v1.BackgroundAck
+	48, // 40: toolwire.executor.v1.ExecuteResponse.checkpoint_list:type_name -> toolwire.executor.v1.CheckpointList
+	51, // 41: toolwire.executor.v1.ExecuteResponse.restore_result:type_name -> toolwire.executor.v1.RestoreResult
+	33, // 42: toolwire.executor.v1.Hello.sandbox:type_name -> toolwire.executor.v1.SandboxInfo
+	34, // 43: toolwire.executor.v1.Hello.limits:type_name -> toolwire.executor.v1.Limits
+	60, // 44: toolwire.executor.v1.Hello.resume_retention:type_name -> google.protobuf.Duration
+	31, // 45: toolwire.executor.v1.Hello.mcp_servers:type_name -> toolwire.executor.v1.McpServerStatus
+	56, // 46: toolwire.executor.v1.Hello.mcp_tools:type_name -> toolwire.executor.v1.ToolDefinition
+	7,  // 47: toolwire.executor.v1.McpServerStatus.state:type_name -> toolwire.executor.v1.McpServerState
+	31, // 48: toolwire.executor.v1.McpToolsChanged.servers:type_name -> toolwire.executor.v1.McpServerStatus
+	56, // 49: toolwire.executor.v1.McpToolsChanged.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	8,  // 50: toolwire.executor.v1.SandboxInfo.enforced:type_name -> toolwire.executor.v1.Protection
+	60, // 51: toolwire.executor.v1.Limits.default_timeout:type_name -> google.protobuf.Duration
+	60, // 52: toolwire.executor.v1.Limits.max_timeout:type_name -> google.protobuf.Duration
+	60, // 53: toolwire.executor.v1.Started.queue_wait:type_name -> google.protobuf.Duration
+	60, // 54: toolwire.executor.v1.Progress.elapsed:type_name -> google.protobuf.Duration
+	40, // 55: toolwire.executor.v1.Result.content:type_name -> toolwire.executor.v1.ContentBlock
+	9,  // 56: toolwire.executor.v1.Result.outcome:type_name -> toolwire.executor.v1.Outcome
+	44, // 57: toolwire.executor.v1.Result.timing:type_name -> toolwire.executor.v1.Timing
+	45, // 58: toolwire.executor.v1.Result.truncation:type_name -> toolwire.executor.v1.Truncation
+	41, // 59: toolwire.executor.v1.ContentBlock.text:type_name -> toolwire.executor.v1.TextBlock
+	42, // 60: toolwire.executor.v1.ContentBlock.image:type_name -> toolwire.executor.v1.ImageBlock
+	43, // 61: toolwire.executor.v1.ContentBlock.document:type_name -> toolwire.executor.v1.DocumentBlock
+	61, // 62: toolwire.executor.v1.Timing.received_at:type_name -> google.protobuf.Timestamp
+	61, // 63: toolwire.executor.v1.Timing.started_at:type_name -> google.protobuf.Timestamp
+	61, // 64: toolwire.executor.v1.Timing.finished_at:type_name -> google.protobuf.Timestamp
+	60, // 65: toolwire.executor.v1.Timing.queue_wait:type_name -> google.protobuf.Duration
+	60, // 66: toolwire.executor.v1.Timing.run_time:type_name -> google.protobuf.Duration
+	24, // 67: toolwire.executor.v1.AbortAck.abort:type_name -> toolwire.executor.v1.Abort
+	49, // 68: toolwire.executor.v1.CheckpointList.checkpoints:type_name -> toolwire.executor.v1.Checkpoint
+	61, // 69: toolwire.executor.v1.Checkpoint.time:type_name -> google.protobuf.Timestamp
+	50, // 70: toolwire.executor.v1.Checkpoint.files:type_name -> toolwire.executor.v1.CheckpointFile
+	52, // 71: toolwire.executor.v1.RestoreResult.files:type_name -> toolwire.executor.v1.RestoredFile
+	10, // 72: toolwire.executor.v1.RestoredFile.action:type_name -> toolwire.executor.v1.RestoreAction
+	56, // 73: toolwire.executor.v1.ListToolsResponse.tools:type_name -> toolwire.executor.v1.ToolDefinition
+	11, // 74: toolwire.executor.v1.ToolDefinition.concurrency:type_name -> toolwire.executor.v1.Concurrency
+	15, // 75: toolwire.executor.v1.Open.McpServersEntry.value:type_name -> toolwire.executor.v1.McpServerConfig
+	12, // 76: toolwire.executor.v1.ExecutorService.Execute:input_type -> toolwire.executor.v1.ExecuteRequest
+	54, // 77: toolwire.executor.v1.ExecutorService.ListTools:input_type -> toolwire.executor.v1.ListToolsRequest
+	29, // 78: toolwire.executor.v1.ExecutorService.Execute:output_type -> toolwire.executor.v1.ExecuteResponse
+	55, // 79: toolwire.executor.v1.ExecutorService.ListTools:output_type -> toolwire.executor.v1.ListToolsResponse
+	78, // [78:80] is the sub-list for method output_type
+	76, // [76:78] is the sub-list for method input_type
+	76, // [76:76] is the sub-list for extension type_name
+	76, // [76:76] is the sub-list for extension extendee
+	0,  // [0:76] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_executor_v1_executor_proto_init() }
@@ -5066,7 +5145,7 @@ func file_toolwire_executor_v1_executor_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_executor_v1_executor_proto_rawDesc), len(file_toolwire_executor_v1_executor_proto_rawDesc)),
-			NumEnums:      11,
+			NumEnums:      12,
 			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,

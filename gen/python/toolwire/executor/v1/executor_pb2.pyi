@@ -20,6 +20,9 @@ DESCRIPTOR: _descriptor.FileDescriptor
 HOOK_EVENT_POST_TOOL_USE: HookEvent
 HOOK_EVENT_PRE_TOOL_USE: HookEvent
 HOOK_EVENT_UNSPECIFIED: HookEvent
+LIFECYCLE_EVERY_CALL: Lifecycle
+LIFECYCLE_FOLDED: Lifecycle
+LIFECYCLE_UNSPECIFIED: Lifecycle
 MCP_SERVER_STATE_CONNECTED: McpServerState
 MCP_SERVER_STATE_DISCONNECTED: McpServerState
 MCP_SERVER_STATE_FAILED: McpServerState
@@ -527,18 +530,20 @@ class SandboxInfo(_message.Message):
     def __init__(self, backend: _Optional[str] = ..., enforced: _Optional[_Iterable[_Union[Protection, str]]] = ..., network: _Optional[str] = ..., run_as_user: _Optional[str] = ..., allowed_domains: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SessionOptions(_message.Message):
-    __slots__ = ["default_timeout", "max_concurrency", "permission_timeout", "result_order", "sibling_abort"]
+    __slots__ = ["default_timeout", "lifecycle", "max_concurrency", "permission_timeout", "result_order", "sibling_abort"]
     DEFAULT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    LIFECYCLE_FIELD_NUMBER: _ClassVar[int]
     MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
     PERMISSION_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     RESULT_ORDER_FIELD_NUMBER: _ClassVar[int]
     SIBLING_ABORT_FIELD_NUMBER: _ClassVar[int]
     default_timeout: _duration_pb2.Duration
+    lifecycle: Lifecycle
     max_concurrency: int
     permission_timeout: _duration_pb2.Duration
     result_order: ResultOrder
     sibling_abort: SiblingAbort
-    def __init__(self, result_order: _Optional[_Union[ResultOrder, str]] = ..., sibling_abort: _Optional[_Union[SiblingAbort, str]] = ..., max_concurrency: _Optional[int] = ..., default_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., permission_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    def __init__(self, result_order: _Optional[_Union[ResultOrder, str]] = ..., sibling_abort: _Optional[_Union[SiblingAbort, str]] = ..., max_concurrency: _Optional[int] = ..., default_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., permission_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., lifecycle: _Optional[_Union[Lifecycle, str]] = ...) -> None: ...
 
 class Settings(_message.Message):
     __slots__ = ["allow", "ask", "deny", "hooks", "mode", "network"]
@@ -649,6 +654,9 @@ class Truncation(_message.Message):
     omitted_bytes: int
     original_bytes: int
     def __init__(self, original_bytes: _Optional[int] = ..., omitted_bytes: _Optional[int] = ..., full_output_path: _Optional[str] = ...) -> None: ...
+
+class Lifecycle(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
 
 class ResultOrder(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
