@@ -377,6 +377,31 @@ func TestPreToolUseHookRewritesInput(t *testing.T) {
 	}
 }
 
+// Read works out its path once, before the permission step, and reads
+// that path; a PreToolUse hook that rewrites the input makes it read the
+// rewritten path instead, checked again.
+func TestPreToolUseHookRewritesReadPath(t *testing.T) {
+	const hookCmd = `in=$(cat); p=$(printf '%s' "$in" | sed -n 's/.*"file_path":"\([^"]*\)".*/\1/p'); ` +
+		`printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"file_path":"%s"}}}' "${p/asked/rewritten}"`
+	h, root := permHarness(t, execsvc.Config{})
+	asked, rewritten, other := filepath.Join(root, "asked.txt"), filepath.Join(root, "rewritten.txt"), filepath.Join(root, "other.txt")
+	writeFile(t, asked, "asked for\n")
+	writeFile(t, rewritten, "rewritten to\n")
+	writeFile(t, other, "no hook\n")
+	s := h.openWith(settings.Settings{
+		Permissions: settings.Permissions{DefaultMode: permission.ModeBypass},
+		Hooks: map[settings.Event][]settings.HookMatcher{settings.PreToolUse: {{
+			Matcher: "Read", Hooks: []settings.HookCommand{{Command: hookCmd}},
+		}}},
+	})
+	s.useTool("r1", "m1", "Read", `{"file_path":`+jsonString(asked)+`}`)
+	wantResult(t, s.resultWithoutAsking(), outcomeOK, false, "1\trewritten to\n2\t",
+		"mode:bypassPermissions; PreToolUse[Read] "+hookCmd)
+	s.useTool("r2", "m2", "Read", `{"file_path":`+jsonString(other)+`}`)
+	wantResult(t, s.resultWithoutAsking(), outcomeOK, false, "1\tno hook\n2\t",
+		"mode:bypassPermissions; PreToolUse[Read] "+hookCmd)
+}
+
 func TestPostToolUseHookFormatsTheEditedFile(t *testing.T) {
 	// A formatter: upper-cases the file the call wrote.
 	const hookCmd = `in=$(cat); printf '%s' "$in" > "$CLAUDE_PROJECT_DIR/post-input.json"; ` +

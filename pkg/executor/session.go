@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,7 @@ type call struct {
 	tool     *registered // nil for an unknown tool
 	input    json.RawMessage
 	inputErr error
+	prepared any // what the tool's Prepare returned for input
 	safe     bool
 	received time.Time
 	ctx      context.Context // holds span; never cancelled
@@ -269,7 +271,13 @@ func (s *Session) validate(ctx context.Context, c *call) *tool.Result {
 		fail(span, errValidation, "input does not match the tool's schema")
 		return tool.UseError(tool.OutcomeInvalidInput, c.inputErr.Error())
 	}
-	if err := c.tool.Validate(vctx, s.env, c.input); err != nil {
+	var err error
+	if p, ok := c.tool.Tool.(tool.Preparer); ok {
+		c.prepared, err = p.Prepare(vctx, s.env, c.input)
+	} else {
+		err = c.tool.Validate(vctx, s.env, c.input)
+	}
+	if err != nil {
 		fail(span, errValidation, "the tool's checks refused the input")
 		return tool.ValidationResult(err)
 	}
@@ -307,11 +315,16 @@ func (s *Session) execute(ctx context.Context, c *call) *tool.Result {
 		runCtx, cancel = context.WithTimeoutCause(ctx, c.use.Timeout+time.Second, errCallTimeout)
 	}
 	defer cancel()
+	var prepared any
+	if bytes.Equal(input, c.input) { // no hook rewrote it
+		prepared = c.prepared
+	}
 	var finished atomic.Bool
 	res := c.tool.Run(runCtx, s.env, &tool.Call{
 		ID:         c.use.ID,
 		Name:       name,
 		Input:      input,
+		Prepared:   prepared,
 		Timeout:    c.use.Timeout,
 		Background: s.backgroundable(c),
 		Progress: func(p tool.Progress) {

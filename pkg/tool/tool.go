@@ -77,6 +77,16 @@ type Tool interface {
 	Run(ctx context.Context, env *Env, call *Call) *Result
 }
 
+// Preparer is implemented by a tool whose Validate works out what Run
+// needs again, such as the decoded input or a resolved path. The executor
+// then calls Prepare where it would call Validate, and hands what it
+// returns to Run as Call.Prepared, unless a hook rewrote the input in
+// between (Validate checks a rewritten input, and Run gets no Prepared).
+type Preparer interface {
+	// Prepare runs Validate's checks and returns what it worked out.
+	Prepare(ctx context.Context, env *Env, input json.RawMessage) (any, error)
+}
+
 // Call is one tool call handed to Tool.Run.
 type Call struct {
 	// ID is the tool_use id.
@@ -85,6 +95,9 @@ type Call struct {
 	Name string
 	// Input is the schema-valid input object.
 	Input json.RawMessage
+	// Prepared is what the tool's Prepare returned for Input; nil when the
+	// tool is no Preparer or the input was rewritten after Prepare.
+	Prepared any
 	// Timeout is an upper bound from the client, zero for none. Tools with
 	// their own timeout (Bash) use the smaller of the two.
 	Timeout time.Duration

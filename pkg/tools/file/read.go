@@ -58,6 +58,24 @@ func (r *Read) Validate(_ context.Context, env *tool.Env, input json.RawMessage)
 	return err
 }
 
+// readPrepared is what Prepare hands Run: the decoded input, the resolved
+// path and the page range.
+type readPrepared struct {
+	in    readInput
+	path  workspace.Path
+	pages *pageRange
+}
+
+// Prepare checks the input as Validate does and keeps what it worked out
+// for Run.
+func (r *Read) Prepare(_ context.Context, env *tool.Env, input json.RawMessage) (any, error) {
+	in, p, pages, err := r.prepare(env, input)
+	if err != nil {
+		return nil, err
+	}
+	return &readPrepared{in: in, path: p, pages: pages}, nil
+}
+
 func (r *Read) prepare(env *tool.Env, input json.RawMessage) (readInput, workspace.Path, *pageRange, error) {
 	var in readInput
 	if err := decode(input, &in); err != nil {
@@ -84,10 +102,15 @@ func (r *Read) prepare(env *tool.Env, input json.RawMessage) (readInput, workspa
 
 // Run reads the file.
 func (r *Read) Run(ctx context.Context, env *tool.Env, call *tool.Call) *tool.Result {
-	in, p, pages, err := r.prepare(env, call.Input)
-	if err != nil {
-		return failed(err)
+	prep, ok := call.Prepared.(*readPrepared)
+	if !ok {
+		in, p, pages, err := r.prepare(env, call.Input)
+		if err != nil {
+			return failed(err)
+		}
+		prep = &readPrepared{in: in, path: p, pages: pages}
 	}
+	in, p, pages := prep.in, prep.path, prep.pages
 	switch ext := extension(p.Abs); {
 	case ext == "pdf", ext == "ipynb", imageTypes[ext] != "":
 	default:
