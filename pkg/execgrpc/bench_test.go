@@ -219,6 +219,18 @@ func BenchmarkFloorGRPCPingPong(b *testing.B) {
 
 // BenchmarkRead1KiB reads a 1 KiB file through the full stream.
 func BenchmarkRead1KiB(b *testing.B) {
+	benchRead1KiB(b, &executorv1.Open{
+		Options: &executorv1.SessionOptions{ResultOrder: executorv1.ResultOrder_RESULT_ORDER_COMPLETION}})
+}
+
+// BenchmarkRead1KiBFolded is BenchmarkRead1KiB in a session opened as the
+// orchestrator opens its sessions: each Read's Result comes alone.
+func BenchmarkRead1KiBFolded(b *testing.B) {
+	benchRead1KiB(b, &executorv1.Open{Options: &executorv1.SessionOptions{
+		ResultOrder: executorv1.ResultOrder_RESULT_ORDER_COMPLETION, Lifecycle: executorv1.Lifecycle_LIFECYCLE_FOLDED}})
+}
+
+func benchRead1KiB(b *testing.B, open *executorv1.Open) {
 	e := newBenchEnv(b, "none")
 	defer e.close()
 	path := filepath.Join(e.root, "one-kib.txt")
@@ -230,7 +242,7 @@ func BenchmarkRead1KiB(b *testing.B) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	bs := e.session(b)
+	bs := e.sessionWith(b, open)
 	defer bs.cancel()
 	// Alternate two ranges so no read is the "unchanged" stub.
 	inputs := []string{fmt.Sprintf(`{"file_path":%q}`, path), fmt.Sprintf(`{"file_path":%q,"offset":1,"limit":100}`, path)}
