@@ -35,7 +35,7 @@ type call struct {
 	tool     *registered // nil for an unknown tool
 	input    json.RawMessage
 	inputErr error
-	prepared any // what the tool's Prepare returned for input
+	prepared any // what the tool's Prepare returned for input, until Run
 	safe     bool
 	received time.Time
 	ctx      context.Context // holds span; never cancelled
@@ -315,9 +315,10 @@ func (s *Session) execute(ctx context.Context, c *call) *tool.Result {
 		runCtx, cancel = context.WithTimeoutCause(ctx, c.use.Timeout+time.Second, errCallTimeout)
 	}
 	defer cancel()
-	var prepared any
-	if bytes.Equal(input, c.input) { // no hook rewrote it
-		prepared = c.prepared
+	prepared := c.prepared
+	c.prepared = nil // the call is kept after its end; this is not needed then
+	if !bytes.Equal(input, c.input) {
+		prepared = nil // a hook rewrote the input
 	}
 	var finished atomic.Bool
 	res := c.tool.Run(runCtx, s.env, &tool.Call{
