@@ -54,61 +54,60 @@ func (r *Read) ConcurrencySafe(json.RawMessage) bool { return true }
 // Validate checks the path and the pages range, and refuses known binary
 // formats.
 func (r *Read) Validate(_ context.Context, env *tool.Env, input json.RawMessage) error {
-	_, _, _, err := r.prepare(env, input)
+	_, err := r.prepare(env, input)
 	return err
 }
 
-// readPrepared is what Prepare hands Run: the decoded input, the resolved
-// path and the page range.
+// Prepare checks the input as Validate does and keeps what it worked out
+// for Run.
+func (r *Read) Prepare(_ context.Context, env *tool.Env, input json.RawMessage) (any, error) {
+	prep, err := r.prepare(env, input)
+	if err != nil {
+		return nil, err
+	}
+	return prep, nil
+}
+
+// readPrepared is what Read's checks work out: the decoded input, the
+// resolved path and the page range.
 type readPrepared struct {
 	in    readInput
 	path  workspace.Path
 	pages *pageRange
 }
 
-// Prepare checks the input as Validate does and keeps what it worked out
-// for Run.
-func (r *Read) Prepare(_ context.Context, env *tool.Env, input json.RawMessage) (any, error) {
-	in, p, pages, err := r.prepare(env, input)
-	if err != nil {
-		return nil, err
-	}
-	return &readPrepared{in: in, path: p, pages: pages}, nil
-}
-
-func (r *Read) prepare(env *tool.Env, input json.RawMessage) (readInput, workspace.Path, *pageRange, error) {
+func (r *Read) prepare(env *tool.Env, input json.RawMessage) (*readPrepared, error) {
 	var in readInput
 	if err := decode(input, &in); err != nil {
-		return in, workspace.Path{}, nil, err
+		return nil, err
 	}
 	var pages *pageRange
 	if in.Pages != nil {
 		// Checked whatever the file, as Claude Code does.
 		pr, err := parsePages(*in.Pages)
 		if err != nil {
-			return in, workspace.Path{}, nil, err
+			return nil, err
 		}
 		pages = &pr
 	}
 	p, err := resolve(env, in.FilePath)
 	if err != nil {
-		return in, p, nil, err
+		return nil, err
 	}
 	if ext := extension(p.Abs); binaryExtensions[ext] {
-		return in, p, nil, tool.Invalid(binaryMessage(ext))
+		return nil, tool.Invalid(binaryMessage(ext))
 	}
-	return in, p, pages, nil
+	return &readPrepared{in: in, path: p, pages: pages}, nil
 }
 
 // Run reads the file.
 func (r *Read) Run(ctx context.Context, env *tool.Env, call *tool.Call) *tool.Result {
 	prep, ok := call.Prepared.(*readPrepared)
 	if !ok {
-		in, p, pages, err := r.prepare(env, call.Input)
-		if err != nil {
+		var err error
+		if prep, err = r.prepare(env, call.Input); err != nil {
 			return failed(err)
 		}
-		prep = &readPrepared{in: in, path: p, pages: pages}
 	}
 	in, p, pages := prep.in, prep.path, prep.pages
 	switch ext := extension(p.Abs); {
