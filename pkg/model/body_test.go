@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"testing"
+	"testing/iotest"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
@@ -56,7 +58,7 @@ func TestBodyMatchesTheSDKs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := body(p, tools, req); err != nil || !bytes.Contains(got, spaced) {
+	if got, err := bodyBytes(p, tools, req); err != nil || !bytes.Contains(got, spaced) {
 		t.Errorf("body does not hold the given encoding %.40s (err %v)", spaced, err)
 	}
 }
@@ -70,7 +72,7 @@ func checkBody(t *testing.T, c *Client, req Request) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := body(p, tools, req)
+	got, err := bodyBytes(p, tools, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,4 +156,63 @@ func TestToolJSONFollowsEveryChange(t *testing.T) {
 	if n := len(tc.raw); n > maxCachedTools {
 		t.Errorf("the cache holds %d tools, more than %d", n, maxCachedTools)
 	}
+}
+
+// TestBodyReadInPieces reads bodies in reads of every size: with and
+// without tools, with none, some and all messages encoded earlier.
+func TestBodyReadInPieces(t *testing.T) {
+	c, err := New(Config{APIKey: "test", Model: "claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []Message{
+		{Role: RoleUser, Content: []Block{TextBlock("one")}},
+		{Role: RoleAssistant, Content: []Block{TextBlock("two")}},
+		{Role: RoleUser, Content: []Block{TextBlock("three")}},
+	}
+	first, err := EncodeMessage(msgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tools := range [][]Tool{nil, {{Name: "Read"}, {Name: "Bash"}}} {
+		for _, req := range []Request{
+			{Messages: msgs[:1]},
+			{Messages: msgs},
+			{Messages: msgs, Encoded: []json.RawMessage{first}},
+		} {
+			req.Tools, req.Model, req.MaxTokens = tools, "claude-test", 10
+			p, raws, err := c.params(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole, err := bodyBytes(p, raws, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !json.Valid(whole) {
+				t.Fatalf("not JSON: %s", whole)
+			}
+			b, err := body(p, raws, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := iotest.TestReader(b.reader(), whole); err != nil {
+				t.Errorf("%d tools, %d messages: %v", len(tools), len(req.Messages), err)
+			}
+		}
+	}
+}
+
+// bodyBytes is body read whole, as the transport reads it; it checks that
+// the body's size is the length read.
+func bodyBytes(p anthropic.MessageNewParams, tools []json.RawMessage, req Request) ([]byte, error) {
+	b, err := body(p, tools, req)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(b.reader())
+	if err == nil && int64(len(raw)) != b.size {
+		err = fmt.Errorf("body size %d, %d bytes read", b.size, len(raw))
+	}
+	return raw, err
 }

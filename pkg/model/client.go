@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -615,8 +616,8 @@ func (tc *toolCache) encode(t Tool, breakpoint bool) (json.RawMessage, error) {
 // sets it, and finds it at once there), p's fields, the tools' JSON, and
 // the messages, each taken from req.Encoded when it is there. The SDK
 // would encode the tools and the whole conversation again on every
-// request; this copies their JSON into place.
-func body(p anthropic.MessageNewParams, tools []json.RawMessage, req Request) ([]byte, error) {
+// request; body only lists their JSON in order.
+func body(p anthropic.MessageNewParams, tools []json.RawMessage, req Request) (*requestBody, error) {
 	p.Messages, p.Tools = nil, nil
 	head, err := p.MarshalJSON()
 	if err != nil {
@@ -628,9 +629,7 @@ func body(p anthropic.MessageNewParams, tools []json.RawMessage, req Request) ([
 	}
 	inner := bytes.TrimSpace(head[1 : len(head)-1])
 	// Messages with JSON of their own, then the rest encoded here, the
-	// newest with the cache breakpoint. The conversation is not copied:
-	// in a long one, every copy of it costs more than the rest of the
-	// request.
+	// newest with the cache breakpoint.
 	msgs := req.Messages
 	n := len(msgs)
 	known := min(len(req.Encoded), max(n-1, 0))
@@ -646,40 +645,111 @@ func body(p anthropic.MessageNewParams, tools []json.RawMessage, req Request) ([
 		}
 		rest = append(rest, raw)
 	}
-	size := len(inner) + 64
-	for _, group := range [][]json.RawMessage{tools, req.Encoded[:known], rest} {
-		for _, raw := range group {
-			size += len(raw) + 1
-		}
-	}
-	b := make([]byte, 0, size)
-	b = append(b, `{"stream":true,`...)
+	start := append([]byte(`{"stream":true,`), inner...)
 	if len(inner) > 0 {
-		b = append(b, inner...)
-		b = append(b, ',')
+		start = append(start, ',')
 	}
+	var segs []segment
 	if len(tools) > 0 {
-		b = appendArray(append(b, `"tools":`...), tools)
-		b = append(b, ',')
+		segs = append(segs, segment{lit: append(start, `"tools":[`...)}, segment{raws: [][]json.RawMessage{tools}},
+			segment{lit: []byte(`],"messages":[`)})
+	} else {
+		segs = append(segs, segment{lit: append(start, `"messages":[`...)})
 	}
-	b = appendArray(append(b, `"messages":`...), req.Encoded[:known], rest)
-	return append(b, '}'), nil
+	segs = append(segs, segment{raws: [][]json.RawMessage{req.Encoded[:known], rest}}, segment{lit: []byte("]}")})
+	b := &requestBody{segs: segs}
+	for _, s := range segs {
+		b.size += int64(len(s.lit))
+		k := 0
+		for _, group := range s.raws {
+			for _, raw := range group {
+				b.size += int64(len(raw))
+				k++
+			}
+		}
+		b.size += int64(max(k-1, 0)) // the commas
+	}
+	return b, nil
 }
 
-// appendArray appends to b one JSON array of the raws of every group.
-func appendArray(b []byte, groups ...[]json.RawMessage) []byte {
-	b = append(b, '[')
-	first := true
-	for _, group := range groups {
-		for _, raw := range group {
-			if !first {
-				b = append(b, ',')
+// requestBody is a request's JSON as the pieces it is made of, in order:
+// what was encoded for this request, and the JSON of the tools and of
+// every message, which a session keeps from one request to the next. The
+// transport reads the pieces as it writes the request, so that no request
+// makes a copy of the whole conversation: in a conversation of 200 turns
+// that copy was 108 KB, twice a turn, all of it garbage to collect.
+type requestBody struct {
+	segs []segment
+	size int64
+}
+
+// segment is text to send as it is, or the raws of every group as the
+// elements of one JSON array, without its brackets.
+type segment struct {
+	lit  []byte
+	raws [][]json.RawMessage
+}
+
+// reader returns a reader of the whole body.
+func (b *requestBody) reader() io.Reader { return &bodyReader{segs: b.segs} }
+
+// send is a middleware that puts the body in the HTTP request in place
+// of the SDK's stand-in (see streamOnce), with its length and a way to
+// read it again, which net/http needs to resend a request whose
+// connection closed before it went out.
+func (b *requestBody) send(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	r.Body, r.ContentLength = io.NopCloser(b.reader()), b.size
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(b.reader()), nil }
+	return next(r)
+}
+
+// bodyReader reads a requestBody: segs[seg], at group and item in an
+// array, off bytes into the current text.
+type bodyReader struct {
+	segs        []segment
+	seg         int
+	group, item int
+	off         int
+	comma       bool // the array's next element comes after a comma
+}
+
+func (r *bodyReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && r.seg < len(r.segs) {
+		s := &r.segs[r.seg]
+		if s.raws == nil {
+			k := copy(p[n:], s.lit[r.off:])
+			n, r.off = n+k, r.off+k
+			if r.off == len(s.lit) {
+				r.seg, r.off = r.seg+1, 0
 			}
-			first = false
-			b = append(b, raw...)
+			continue
+		}
+		if r.group == len(s.raws) {
+			r.seg, r.group, r.item, r.comma = r.seg+1, 0, 0, false
+			continue
+		}
+		if r.item == len(s.raws[r.group]) {
+			r.group, r.item = r.group+1, 0
+			continue
+		}
+		if r.off == 0 && r.comma {
+			p[n] = ','
+			n++
+			r.comma = false
+			continue
+		}
+		raw := s.raws[r.group][r.item]
+		k := copy(p[n:], raw[r.off:])
+		n, r.off = n+k, r.off+k
+		if r.off == len(raw) {
+			r.item, r.off, r.comma = r.item+1, 0, true
 		}
 	}
-	return append(b, ']')
+	if n == 0 && len(p) > 0 {
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // streamOnce sends the request once and streams its response. The SDK's
@@ -693,13 +763,17 @@ func appendArray(b []byte, groups ...[]json.RawMessage) []byte {
 // The request sent is body. The SDK encodes params too before body takes
 // their place, so Stream passes only what the SDK looks at itself (the
 // model and thinking, for its deprecation warnings) and max_tokens.
-func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, body []byte, on func(Event)) (resp *Response, progressed bool, err error) {
+func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, body *requestBody, on func(Event)) (resp *Response, progressed bool, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(c.cfg.StreamIdleTimeout, func() { cancel(errIdle) })
 	defer idle.Stop()
 
-	stream := c.sdk.Messages.NewStreaming(ctx, params, option.WithRequestBody("application/json", body))
+	// The SDK sets "stream" in a body it holds in one buffer; it gets a
+	// stand-in that says so already, and body takes its place on the way
+	// out.
+	stream := c.sdk.Messages.NewStreaming(ctx, params,
+		option.WithRequestBody("application/json", bytes.NewBufferString(`{"stream":true}`)), option.WithMiddleware(body.send))
 	defer stream.Close()
 
 	resp = &Response{}

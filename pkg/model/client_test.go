@@ -1,10 +1,13 @@
 package model_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,6 +182,51 @@ func TestRequestEncoding(t *testing.T) {
 	// The caller's messages are not modified by the breakpoint.
 	if b, _ := json.Marshal(msgs[2].Content[2]); strings.Contains(string(b), "cache_control") {
 		t.Fatalf("caller's block was modified: %s", b)
+	}
+}
+
+// TestRequestBodyGoesWhole checks the body on the wire: every attempt of a
+// request sends all of it, with its length (not chunked), however many
+// messages it is made of.
+func TestRequestBodyGoesWhole(t *testing.T) {
+	fake := fakeapi.New(t, fakeapi.Overloaded(), fakeapi.EndTurn(fakeapi.Text("hi")))
+	c := newClient(t, fake, nil)
+	var msgs []model.Message
+	for i := range 40 {
+		msgs = append(msgs,
+			model.Message{Role: model.RoleUser, Content: []model.Block{model.TextBlock(fmt.Sprintf("turn %d: %s", i, strings.Repeat("x", 4000)))}},
+			model.Message{Role: model.RoleAssistant, Content: []model.Block{model.TextBlock(fmt.Sprintf("answer %d", i))}})
+	}
+	msgs = append(msgs, userText("last")...)
+	var encoded []json.RawMessage
+	for _, m := range msgs[:len(msgs)/2] {
+		raw, err := model.EncodeMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		encoded = append(encoded, raw)
+	}
+	if _, err := c.Stream(context.Background(), model.Request{Messages: msgs, Encoded: encoded}, nil); err != nil {
+		t.Fatal(err)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2 (the first refused)", len(reqs))
+	}
+	for i, r := range reqs {
+		if got := r.Header.Get("Content-Length"); got != strconv.Itoa(len(r.Raw)) {
+			t.Errorf("request %d: Content-Length %q for a body of %d bytes", i, got, len(r.Raw))
+		}
+		var sent struct {
+			Stream   bool              `json:"stream"`
+			Messages []json.RawMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(r.Raw, &sent); err != nil || !sent.Stream || len(sent.Messages) != len(msgs) {
+			t.Errorf("request %d: stream %v, %d messages (want %d), %v", i, sent.Stream, len(sent.Messages), len(msgs), err)
+		}
+	}
+	if !bytes.Equal(reqs[0].Raw, reqs[1].Raw) {
+		t.Errorf("the retry sent another body:\n%.200s\n%.200s", reqs[0].Raw, reqs[1].Raw)
 	}
 }
 
