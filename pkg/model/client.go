@@ -124,6 +124,9 @@ func New(cfg Config) (*Client, error) {
 		// included); the SDK's own would count every request twice in a
 		// GenAI-aware backend.
 		option.WithoutOpenTelemetry(),
+		// First of the middlewares, so that every other one, cfg.Options'
+		// included, sees the body that is sent.
+		option.WithMiddleware(sendBody),
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
@@ -693,13 +696,19 @@ type segment struct {
 // reader returns a reader of the whole body.
 func (b *requestBody) reader() io.Reader { return &bodyReader{segs: b.segs} }
 
-// send is a middleware that puts the body in the HTTP request in place
-// of the SDK's stand-in (see streamOnce), with its length and a way to
-// read it again, which net/http needs to resend a request whose
-// connection closed before it went out.
-func (b *requestBody) send(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	r.Body, r.ContentLength = io.NopCloser(b.reader()), b.size
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(b.reader()), nil }
+// bodyKey is the context key under which streamOnce hands its body to
+// sendBody.
+type bodyKey struct{}
+
+// sendBody is a middleware that puts the request's body (see streamOnce)
+// in place of the SDK's stand-in, with its length and a way to read it
+// again, which net/http needs to resend a request whose connection closed
+// before it went out.
+func sendBody(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	if b, ok := r.Context().Value(bodyKey{}).(*requestBody); ok {
+		r.Body, r.ContentLength = io.NopCloser(b.reader()), b.size
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(b.reader()), nil }
+	}
 	return next(r)
 }
 
@@ -769,11 +778,11 @@ func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewPara
 	idle := time.AfterFunc(c.cfg.StreamIdleTimeout, func() { cancel(errIdle) })
 	defer idle.Stop()
 
-	// The SDK sets "stream" in a body it holds in one buffer; it gets a
-	// stand-in that says so already, and body takes its place on the way
-	// out.
-	stream := c.sdk.Messages.NewStreaming(ctx, params,
-		option.WithRequestBody("application/json", bytes.NewBufferString(`{"stream":true}`)), option.WithMiddleware(body.send))
+	// The SDK sets "stream" in a body it holds in one buffer, which would
+	// copy the whole conversation: it gets a stand-in that says so
+	// already, and sendBody puts body in its place on the way out.
+	stream := c.sdk.Messages.NewStreaming(context.WithValue(ctx, bodyKey{}, body), params,
+		option.WithRequestBody("application/json", bytes.NewBufferString(`{"stream":true}`)))
 	defer stream.Close()
 
 	resp = &Response{}

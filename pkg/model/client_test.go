@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go/option"
 	"go.uber.org/goleak"
 
 	"github.com/toolwire/toolwire/pkg/model"
@@ -187,10 +190,22 @@ func TestRequestEncoding(t *testing.T) {
 
 // TestRequestBodyGoesWhole checks the body on the wire: every attempt of a
 // request sends all of it, with its length (not chunked), however many
-// messages it is made of.
+// messages it is made of; and a middleware of the caller's sees the body
+// that is sent.
 func TestRequestBodyGoesWhole(t *testing.T) {
 	fake := fakeapi.New(t, fakeapi.Overloaded(), fakeapi.EndTurn(fakeapi.Text("hi")))
-	c := newClient(t, fake, nil)
+	var seen [][]byte
+	c := newClient(t, fake, func(cfg *model.Config) {
+		cfg.Options = append(cfg.Options, option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			raw, err := io.ReadAll(r.Body)
+			if err != nil {
+				return nil, err
+			}
+			seen = append(seen, raw)
+			r.Body = io.NopCloser(bytes.NewReader(raw))
+			return next(r)
+		}))
+	})
 	var msgs []model.Message
 	for i := range 40 {
 		msgs = append(msgs,
@@ -227,6 +242,9 @@ func TestRequestBodyGoesWhole(t *testing.T) {
 	}
 	if !bytes.Equal(reqs[0].Raw, reqs[1].Raw) {
 		t.Errorf("the retry sent another body:\n%.200s\n%.200s", reqs[0].Raw, reqs[1].Raw)
+	}
+	if len(seen) != 2 || !bytes.Equal(seen[0], reqs[0].Raw) || !bytes.Equal(seen[1], reqs[1].Raw) {
+		t.Errorf("the caller's middleware saw %d bodies, not the ones sent (first %.100s)", len(seen), bytes.Join(seen, []byte(" | ")))
 	}
 }
 
