@@ -84,7 +84,7 @@ func (s *Session) Rewind(ctx context.Context, toolUseID string) (*RewindResult, 
 	}
 	s.mu.Lock()
 	res.MessagesRemoved = len(s.messages) - cut
-	s.messages = s.messages[:cut]
+	s.cutLocked(cut)
 	s.mu.Unlock()
 	if st := s.o.cfg.Store; st != nil {
 		if err := st.Append(ctx, s.id, transcript.Record{Kind: transcript.KindRewind, Time: time.Now(), Keep: cut}); err != nil {

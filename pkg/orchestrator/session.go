@@ -46,8 +46,10 @@ type Session struct {
 	mu       sync.Mutex // guards the fields below
 	messages []model.Message
 	// encoded holds model.EncodeMessage of messages[i] for i <
-	// len(encoded), made once for all the requests that send them.
+	// len(encoded), made once for all the requests that send them, and
+	// raws the same encodings as the list a request takes (snapshot).
 	encoded  []encodedMessage
+	raws     []json.RawMessage
 	nturns   int
 	usage    model.Usage
 	busy     bool
@@ -420,17 +422,21 @@ func (e encodedMessage) of(m model.Message) bool {
 	return len(m.Content) > 0 && e.role == m.Role && e.n == len(m.Content) && e.first == &m.Content[0]
 }
 
-// snapshot returns a copy of the messages and the encodings of all but the
-// newest, encoding those it has no encoding of: new ones, and any that
-// replaced others (a rewind, a join).
+// snapshot returns the messages and the encodings of all but the newest,
+// encoding those it has no encoding of: new ones, and any that replaced
+// others (a rewind, a join). Both lists are the session's own, not copies
+// (a copy of each per request grew with the conversation): a request
+// holds them while the session goes on, so the session never writes into
+// them below the length handed out. Appending writes past it; a join or a
+// rewind makes a new list of messages (transcript.AppendMessage,
+// cutLocked), and an encoding that replaces another makes a new list of
+// encodings here.
 func (s *Session) snapshot() ([]model.Message, []json.RawMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := max(len(s.messages)-1, 0)
-	raws := make([]json.RawMessage, n)
 	for i, m := range s.messages[:n] {
 		if i < len(s.encoded) && s.encoded[i].of(m) {
-			raws[i] = s.encoded[i].raw
 			continue
 		}
 		raw, err := model.EncodeMessage(m)
@@ -443,10 +449,19 @@ func (s *Session) snapshot() ([]model.Message, []json.RawMessage, error) {
 		if len(m.Content) > 0 {
 			e.first = &m.Content[0]
 		}
-		s.encoded = append(s.encoded[:min(i, len(s.encoded))], e)
-		raws[i] = raw
+		if i < len(s.encoded) {
+			s.encoded, s.raws = s.encoded[:i], slices.Clip(s.raws[:i])
+		}
+		s.encoded, s.raws = append(s.encoded, e), append(s.raws, raw)
 	}
-	return append([]model.Message(nil), s.messages...), raws, nil
+	return slices.Clip(s.messages), s.raws[:n:n], nil
+}
+
+// cutLocked keeps the first n messages (a rewind). The list is clipped, so
+// that the messages appended after the cut go to a new list and not over
+// those a request may still hold.
+func (s *Session) cutLocked(n int) {
+	s.messages = slices.Clip(s.messages[:n])
 }
 
 func (s *Session) takeNotes() []string {

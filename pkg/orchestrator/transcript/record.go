@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/toolwire/toolwire/pkg/model"
@@ -165,13 +166,14 @@ func (t *Transcript) Add(rec Record) {
 }
 
 // AppendMessage adds m to msgs, joining it to the last message when both
-// are user messages.
+// are user messages. It never writes into msgs below its length, so that
+// whoever holds msgs (a request in flight holds a session's) keeps what it
+// held: a join makes a new list.
 func AppendMessage(msgs []model.Message, m model.Message) []model.Message {
 	if n := len(msgs); n > 0 && msgs[n-1].Role == m.Role && m.Role == model.RoleUser {
 		last := msgs[n-1]
 		last.Content = append(append([]model.Block(nil), last.Content...), m.Content...)
-		msgs[n-1] = last
-		return msgs
+		return append(slices.Clip(msgs[:n-1]), last)
 	}
 	return append(msgs, m)
 }
