@@ -54,12 +54,8 @@ func TestBodyMatchesTheSDKs(t *testing.T) {
 	// What the caller gave goes in as it is, not encoded again.
 	spaced := append(json.RawMessage(`{ `), encoded[1][1:]...)
 	req.Encoded = append([]json.RawMessage{encoded[0], spaced}, encoded[2:]...)
-	p, tools, err := c.params(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := bodyBytes(p, tools, req); err != nil || !bytes.Contains(got, spaced) {
-		t.Errorf("body does not hold the given encoding %.40s (err %v)", spaced, err)
+	if _, _, got := sentBody(t, c, req); !bytes.Contains(got, spaced) {
+		t.Errorf("body does not hold the given encoding %.40s", spaced)
 	}
 }
 
@@ -68,14 +64,7 @@ func TestBodyMatchesTheSDKs(t *testing.T) {
 func checkBody(t *testing.T, c *Client, req Request) {
 	t.Helper()
 	msgs := req.Messages
-	p, tools, err := c.params(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := bodyBytes(p, tools, req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _, got := sentBody(t, c, req)
 	// The SDK's encoding of the same request: its own web search tool,
 	// the tools as the API takes them, the messages.
 	p.Tools = []anthropic.ToolUnionParam{{OfWebSearchTool20250305: &anthropic.WebSearchTool20250305Param{MaxUses: anthropic.Int(3)}},
@@ -181,20 +170,9 @@ func TestBodyReadInPieces(t *testing.T) {
 			{Messages: msgs, Encoded: []json.RawMessage{first}},
 		} {
 			req.Tools, req.Model, req.MaxTokens = tools, "claude-test", 10
-			p, raws, err := c.params(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			whole, err := bodyBytes(p, raws, req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, b, whole := sentBody(t, c, req)
 			if !json.Valid(whole) {
 				t.Fatalf("not JSON: %s", whole)
-			}
-			b, err := body(p, raws, req)
-			if err != nil {
-				t.Fatal(err)
 			}
 			if err := iotest.TestReader(b.reader(), whole); err != nil {
 				t.Errorf("%d tools, %d messages: %v", len(tools), len(req.Messages), err)
@@ -203,16 +181,24 @@ func TestBodyReadInPieces(t *testing.T) {
 	}
 }
 
-// bodyBytes is body read whole, as the transport reads it; it checks that
-// the body's size is the length read.
-func bodyBytes(p anthropic.MessageNewParams, tools []json.RawMessage, req Request) ([]byte, error) {
+// sentBody builds req's parameters and body, and reads the body whole as
+// the transport does; the length read must be the body's size.
+func sentBody(t *testing.T, c *Client, req Request) (anthropic.MessageNewParams, *requestBody, []byte) {
+	t.Helper()
+	p, tools, err := c.params(req)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, err := body(p, tools, req)
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
 	raw, err := io.ReadAll(b.reader())
-	if err == nil && int64(len(raw)) != b.size {
-		err = fmt.Errorf("body size %d, %d bytes read", b.size, len(raw))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return raw, err
+	if int64(len(raw)) != b.size {
+		t.Fatalf("body size %d, %d bytes read", b.size, len(raw))
+	}
+	return p, b, raw
 }

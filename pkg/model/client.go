@@ -742,7 +742,7 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 			r.group, r.item = r.group+1, 0
 			continue
 		}
-		if r.off == 0 && r.comma {
+		if r.comma { // set only between two elements
 			p[n] = ','
 			n++
 			r.comma = false

@@ -45,11 +45,11 @@ type Session struct {
 
 	mu       sync.Mutex // guards the fields below
 	messages []model.Message
-	// encoded holds model.EncodeMessage of messages[i] for i <
-	// len(encoded), made once for all the requests that send them, and
-	// raws the same encodings as the list a request takes (snapshot).
-	encoded  []encodedMessage
+	// raws holds model.EncodeMessage of messages[i] for i < len(raws),
+	// made once for all the requests that send them, and encoded what
+	// each was made from.
 	raws     []json.RawMessage
+	encoded  []encodedMessage
 	nturns   int
 	usage    model.Usage
 	busy     bool
@@ -404,7 +404,7 @@ func (s *Session) addMessage(m model.Message, messageID string) error {
 	return nil
 }
 
-// encodedMessage is a message's encoding and what it was made from: the
+// encodedMessage is what an encoding in Session.raws was made from: the
 // message's role and content slice. A message is never changed in place
 // (joining makes a new content slice; a rewind cuts the list, and the
 // messages after it are new), so an encoding whose source is the same
@@ -414,10 +414,10 @@ type encodedMessage struct {
 	role  model.Role
 	first *model.Block
 	n     int
-	raw   json.RawMessage
 }
 
-// of reports whether e is the encoding of m.
+// of reports whether e describes m: whether the encoding made from e is
+// m's.
 func (e encodedMessage) of(m model.Message) bool {
 	return len(m.Content) > 0 && e.role == m.Role && e.n == len(m.Content) && e.first == &m.Content[0]
 }
@@ -445,7 +445,7 @@ func (s *Session) snapshot() ([]model.Message, []json.RawMessage, error) {
 		}
 		// Kept at the message's index (those after it are re-checked
 		// as they come); one without content is never matched again.
-		e := encodedMessage{role: m.Role, n: len(m.Content), raw: raw}
+		e := encodedMessage{role: m.Role, n: len(m.Content)}
 		if len(m.Content) > 0 {
 			e.first = &m.Content[0]
 		}
