@@ -105,6 +105,11 @@ type runnerCgroups struct {
 	v2Pids   bool   // pids controller enabled below unified (per-call limit)
 	v1Pids   string
 	v1Memory string
+	// v1Home are the tasks files of the service's own directories in the
+	// hierarchies of v1Pids and v1Memory, for those that are set and in
+	// that order: after forking a call's process from inside the call's
+	// directories, the spawner thread goes back to them.
+	v1Home []*os.File
 	// bound: the session bounds the directories enforce (zero fields:
 	// not enforced, for want of a controller or because none was asked).
 	bound SessionBounds
@@ -158,6 +163,24 @@ func newRunnerCgroups(limits Limits, session SessionBounds) (*runnerCgroups, []s
 		}
 		return d
 	}
+	// A v1 hierarchy is used only with a way back for the spawner thread.
+	mkV1 := func(own, kind, what string) string {
+		if own == "" {
+			return mk(own, kind, what)
+		}
+		home, err := os.OpenFile(filepath.Join(own, "tasks"), os.O_WRONLY, 0)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("%s: %v", what, err))
+			return ""
+		}
+		d := mk(own, kind, what)
+		if d == "" {
+			home.Close()
+			return ""
+		}
+		rc.v1Home = append(rc.v1Home, home)
+		return d
+	}
 	rc.unified = mk(m.unified, "unified", "cgroup v2")
 	if rc.unified != "" {
 		if _, err := os.Stat(filepath.Join(rc.unified, "cgroup.kill")); err != nil {
@@ -190,7 +213,7 @@ func newRunnerCgroups(limits Limits, session SessionBounds) (*runnerCgroups, []s
 		}
 	}
 	if (limits.Processes > 0 && !rc.v2Pids) || (session.Processes > 0 && rc.bound.Processes == 0) {
-		if rc.v1Pids = mk(m.v1Pids, "pids", "cgroup v1 pids"); rc.v1Pids != "" && session.Processes > 0 {
+		if rc.v1Pids = mkV1(m.v1Pids, "pids", "cgroup v1 pids"); rc.v1Pids != "" && session.Processes > 0 {
 			if err := writeFile(rc.v1Pids, "pids.max", strconv.Itoa(session.Processes)); err != nil {
 				notes = append(notes, err.Error())
 			} else {
@@ -199,7 +222,7 @@ func newRunnerCgroups(limits Limits, session SessionBounds) (*runnerCgroups, []s
 		}
 	}
 	if (limits.Memory > 0 && !rc.v2Memory) || (session.Memory > 0 && rc.bound.Memory == 0) {
-		if rc.v1Memory = mk(m.v1Memory, "memory", "cgroup v1 memory"); rc.v1Memory != "" && session.Memory > 0 {
+		if rc.v1Memory = mkV1(m.v1Memory, "memory", "cgroup v1 memory"); rc.v1Memory != "" && session.Memory > 0 {
 			v := strconv.FormatInt(session.Memory, 10)
 			if err := writeFile(rc.v1Memory, "memory.limit_in_bytes", v); err != nil {
 				notes = append(notes, err.Error())
@@ -268,21 +291,26 @@ func (rc *runnerCgroups) remove() {
 			removeDir(d)
 		}
 	}
+	for _, f := range rc.v1Home {
+		f.Close()
+	}
 }
 
 // callCgroup is one call's set of directories. Calls of a runner may use
 // it one after another; its file descriptors stay open until it is
 // removed.
 type callCgroup struct {
-	key      string // <runner name>/c<n>
-	unified  string
-	v1       []string
-	dirFD    int        // unified directory, for CLONE_INTO_CGROUP; -1 if none
-	killFD   int        // its cgroup.kill, opened ahead so an abort is one write; -1 if none
-	v1Procs  []*os.File // cgroup.procs of the v1 directories, written at the exec stop
-	v1Strict bool       // v1 controllers need the exec stop
-	v1Pids   string     // the v1 pids directory among v1, "" if none
-	v1Memory string     // the v1 memory directory among v1, "" if none
+	key     string // <runner name>/c<n>
+	unified string
+	v1      []string
+	dirFD   int // unified directory, for CLONE_INTO_CGROUP; -1 if none
+	killFD  int // its cgroup.kill, opened ahead so an abort is one write; -1 if none
+	// v1Tasks are the tasks files of the v1 directories, in the order of
+	// runnerCgroups.v1Home: the spawner thread writes its id to them to
+	// fork the call's first process from inside them.
+	v1Tasks  []*os.File
+	v1Pids   string // the v1 pids directory among v1, "" if none
+	v1Memory string // the v1 memory directory among v1, "" if none
 	// Files read at the end of every call of the directory, opened with
 	// it: reading an open cgroup file again costs a few microseconds,
 	// opening one tens. -1 where the file does not exist.
@@ -440,12 +468,11 @@ func (rc *runnerCgroups) makeCall(limits Limits) (*callCgroup, error) {
 				writeFile(d, f, value) // best effort (memsw needs swap accounting)
 			}
 		}
-		procs, err := os.OpenFile(filepath.Join(d, "cgroup.procs"), os.O_WRONLY, 0)
+		tasks, err := os.OpenFile(filepath.Join(d, "tasks"), os.O_WRONLY, 0)
 		if err != nil {
 			return fmt.Errorf("sandbox: open cgroup: %w", err)
 		}
-		cc.v1Procs = append(cc.v1Procs, procs)
-		cc.v1Strict = true
+		cc.v1Tasks = append(cc.v1Tasks, tasks)
 		return nil
 	}
 	if err := v1(rc.v1Pids, &cc.v1Pids, "pids.max", strconv.Itoa(limits.Processes)); err != nil {
@@ -523,10 +550,10 @@ func (cc *callCgroup) closeFDs() {
 		unix.Close(cc.killFD)
 		cc.killFD = -1
 	}
-	for _, f := range cc.v1Procs {
+	for _, f := range cc.v1Tasks {
 		f.Close()
 	}
-	cc.v1Procs = nil
+	cc.v1Tasks = nil
 	for _, fd := range []*int{&cc.populatedFD, &cc.pidsFD, &cc.oomFD} {
 		if *fd >= 0 {
 			unix.Close(*fd)
@@ -616,7 +643,9 @@ func (cc *callCgroup) remove() {
 func killListed(dir string) {
 	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+		// The service itself is listed while a spawner thread forks a
+		// call's process from inside the call's directory.
+		if pid, err := strconv.Atoi(f); err == nil && pid > 0 && pid != os.Getpid() {
 			unix.Kill(pid, unix.SIGKILL)
 		}
 	}
@@ -668,8 +697,8 @@ func (cc *callCgroup) hits() limitHits {
 }
 
 // holdsAll reports whether every process the runner starts lands in its
-// directories: a v2 directory (CLONE_INTO_CGROUP) or a v1 one (joined at
-// the exec stop).
+// directories: a v2 directory (CLONE_INTO_CGROUP) or a v1 one (forked
+// from inside it).
 func (rc *runnerCgroups) holdsAll() bool {
 	return rc.unified != "" || rc.v1Pids != "" || rc.v1Memory != ""
 }

@@ -34,11 +34,14 @@
 // descendant inherits and cannot drop, and the tree is found by it in
 // /proc. Closing a session user's runner kills every process of the user.
 //
+// A call's first process is born in the call's cgroups: cgroup v2 clones it
+// there (CLONE_INTO_CGROUP); in cgroup v1 the spawner thread, alone, moves
+// into the call's directories for the fork and back out right after it.
 // Resource limits that are per process (CPU time, file size, open files and
-// the fallbacks for memory and processes) and cgroup v1 controllers are
-// applied while the child is stopped right after its execve (PTRACE_TRACEME
-// in the child, prlimit and cgroup.procs writes by the spawner, then
-// PTRACE_DETACH), so not one instruction of the target runs unconfined.
+// the fallbacks for memory and processes) are applied while the child is
+// stopped right after its execve (PTRACE_TRACEME in the child, prlimit by
+// the spawner, then PTRACE_DETACH). Either way not one instruction of the
+// target runs unconfined.
 // Re-executing a Go binary for each call would cost several milliseconds of
 // runtime start-up per process; this design keeps the per-call overhead to a
 // few system calls.

@@ -42,3 +42,9 @@ func CallDirs(r *Runner) (spares int, made uint64, ok bool) {
 
 // EndBurst does at once what burstSpareIdle without calls does.
 func EndBurst(r *Runner) { r.cg.trimSpares() }
+
+// SpawnerCgroups returns the cgroup listing of r's spawner thread, as
+// /proc shows it.
+func SpawnerCgroups(r *Runner) ([]byte, error) {
+	return os.ReadFile(fmt.Sprintf("/proc/self/task/%d/cgroup", r.sp.tid))
+}

@@ -507,14 +507,15 @@ func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) 
 		if cc.dirFD >= 0 {
 			sys.UseCgroupFD, req.cgroupFD = true, cc.dirFD
 		}
-		for _, f := range cc.v1Procs {
-			req.v1Procs = append(req.v1Procs, int(f.Fd()))
+		for i, f := range cc.v1Tasks {
+			req.join = append(req.join, int(f.Fd()))
+			req.leave = append(req.leave, int(r.cg.v1Home[i].Fd()))
 		}
 		p.key = cc.key
 	} else {
 		p.key = "pgid/" + strconv.FormatUint(r.pgSeq.Add(1), 10)
 	}
-	req.stop = len(req.limits) > 0 || (p.cg != nil && p.cg.v1Strict)
+	req.stop = len(req.limits) > 0
 	sessionUID := -1
 	if r.id.session {
 		sessionUID = r.id.uid

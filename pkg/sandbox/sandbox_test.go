@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -742,6 +743,76 @@ func TestAbortWhileWatchingProcesses(t *testing.T) {
 		}
 	}
 	r.Close() // waits for the calls' directories to be taken back
+}
+
+// v1Cgroups reads the pids and memory paths of a /proc cgroup listing.
+func v1Cgroups(listing []byte) map[string]string {
+	dirs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(listing)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == "pids" || c == "memory" {
+				dirs[c] = parts[2]
+			}
+		}
+	}
+	return dirs
+}
+
+// A call's process is in the call's cgroup v1 directories from its first
+// instruction, with no stop at its exec (none of the limits is an rlimit):
+// the spawner thread forks it from inside them, and is back in the
+// service's own directories once the process has started.
+func TestCallsStartInTheirV1Cgroups(t *testing.T) {
+	needRoot(t)
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := v1Cgroups(self)
+	if len(own) == 0 {
+		t.Skip("no cgroup v1 pids or memory hierarchy")
+	}
+	pool := newPool(t, testIDs)
+	cfg := sandbox.Config{Limits: sandbox.Limits{Processes: 64, Memory: 256 << 20}}
+	runners := map[string]func() *sandbox.Runner{
+		"service user": func() *sandbox.Runner { return newRunner(t, cfg) },
+		"session user": func() *sandbox.Runner { return sessionRunner(t, pool, cfg, true) },
+	}
+	for name, newR := range runners {
+		t.Run(name, func(t *testing.T) {
+			r := newR()
+			calls := map[string]bool{}
+			for range 4 {
+				out, code := run(t, r, "cat /proc/self/cgroup")
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, out)
+				}
+				got := v1Cgroups([]byte(out))
+				for c, dir := range own {
+					call := got[c]
+					rel, ok := strings.CutPrefix(call, strings.TrimSuffix(dir, "/")+"/toolwire-")
+					if !ok || !strings.HasPrefix(filepath.Base(rel), "c") {
+						t.Fatalf("the process is in %s cgroup %q, want a call directory under %q", c, call, dir)
+					}
+					calls[c+" "+call] = true
+				}
+				spawner, err := sandbox.SpawnerCgroups(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if back := v1Cgroups(spawner); !maps.Equal(back, own) {
+					t.Fatalf("the spawner thread is in %v after the start, want the service's %v", back, own)
+				}
+			}
+			if len(calls) == 0 {
+				t.Fatal("no call directory seen")
+			}
+		})
+	}
 }
 
 // TestNoSubvolumes runs btrfs-progs in a workspace on btrfs: with

@@ -32,6 +32,7 @@ type spawner struct {
 	recvLocal      int        // recvFD's number in the thread's table
 	sendMu         sync.Mutex // keeps requests and their descriptors in one order
 	tid            int        // the thread's id
+	tidText        []byte     // tid in decimal, as a tasks file takes it
 }
 
 // spawnSetup is what the spawner thread applies to itself once.
@@ -80,19 +81,21 @@ type spawnReq struct {
 	env      []string
 	files    []int // the child's 0, 1, 2...; -1 leaves one closed
 	sys      *syscall.SysProcAttr
-	cgroupFD int   // with sys.UseCgroupFD: the cgroup v2 directory
-	v1Procs  []int // cgroup.procs of the call's v1 directories
-	stop     bool  // the child stops at exec for the steps below
-	limits   []rlimit
-	pid      int
-	err      error
-	done     chan struct{}
+	cgroupFD int // with sys.UseCgroupFD: the cgroup v2 directory
+	// join are the tasks files of the call's v1 directories, leave those
+	// of the same hierarchies that the thread goes back to (see spawnOne).
+	join, leave []int
+	stop        bool // the child stops at exec for the steps below
+	limits      []rlimit
+	pid         int
+	err         error
+	done        chan struct{}
 }
 
 // fds lists the request's descriptors: its files, then the cgroup
-// directory, then the v1 cgroup.procs files.
+// directory, then the v1 tasks files to join and to leave.
 func (r *spawnReq) fds() []int {
-	return append(append(slices.Clone(r.files), r.cgroupFD), r.v1Procs...)
+	return slices.Concat(r.files, []int{r.cgroupFD}, r.join, r.leave)
 }
 
 type rlimit struct {
@@ -136,6 +139,7 @@ func (s *spawner) run(setup spawnSetup, ready chan<- error) {
 	defer close(s.done)
 	runtime.LockOSThread()
 	s.tid = unix.Gettid()
+	s.tidText = []byte(strconv.Itoa(s.tid))
 	fd, err := setupThread(setup)
 	if err == nil && s.recvFD >= 0 {
 		// Last, once setupThread's own descriptors are closed in the
@@ -376,10 +380,13 @@ func loopbackUp() error {
 	return nil
 }
 
-// spawnOne starts one process on the spawner thread. With r.stop the child
-// stops right after its execve (PTRACE_TRACEME): it joins its cgroup v1
-// directories and gets its rlimits before it runs anything, then it is let
-// go.
+// spawnOne starts one process on the spawner thread. A child starts in the
+// cgroups of the thread that forks it; in cgroup v1 a thread may be moved
+// alone, so the thread joins the call's v1 directories for the fork and
+// goes back after it: the child is in them from its first instruction,
+// with no stop on the way (cgroup v2 has CLONE_INTO_CGROUP). With r.stop
+// the child stops right after its execve (PTRACE_TRACEME) to get its
+// rlimits before it runs anything, then it is let go.
 func (s *spawner) spawnOne(r *spawnReq) (int, error) {
 	fds := r.fds()
 	if s.private {
@@ -404,18 +411,31 @@ func (s *spawner) spawnOne(r *spawnReq) (int, error) {
 	sys.Ptrace = r.stop
 	sys.CgroupFD = fds[len(r.files)]
 	attr.Sys = &sys
-	procs := fds[len(r.files)+1:]
+	join := fds[len(r.files)+1:][:len(r.join)]
+	leave := fds[len(r.files)+1+len(r.join):]
+	if err := s.moveTo(join); err != nil {
+		if back := s.moveTo(leave); back != nil {
+			return 0, fmt.Errorf("sandbox: leave call cgroup: %w", back)
+		}
+		return 0, fmt.Errorf("sandbox: join call cgroup: %w", err)
+	}
 	pid, err := syscall.ForkExec(r.path, r.argv, attr)
+	// Back before anything else: the thread must not count as one of the
+	// call's processes, nor stay where the call's processes are killed.
+	back := s.moveTo(leave)
 	if err != nil {
 		return 0, &os.PathError{Op: "fork/exec", Path: r.path, Err: err}
-	}
-	if !r.stop {
-		return pid, nil
 	}
 	fail := func(err error) (int, error) {
 		unix.Kill(pid, unix.SIGKILL)
 		waitChild(pid)
 		return 0, err
+	}
+	if back != nil {
+		return fail(fmt.Errorf("sandbox: leave call cgroup: %w", back))
+	}
+	if !r.stop {
+		return pid, nil
 	}
 	ws, err := waitChild(pid)
 	if err != nil {
@@ -423,11 +443,6 @@ func (s *spawner) spawnOne(r *spawnReq) (int, error) {
 	}
 	if !ws.Stopped() {
 		return 0, fmt.Errorf("sandbox: child ended before exec stop (status %v)", ws)
-	}
-	for _, fd := range procs {
-		if _, err := unix.Write(fd, []byte(strconv.Itoa(pid))); err != nil {
-			return fail(fmt.Errorf("sandbox: join cgroup: %w", err))
-		}
 	}
 	for _, l := range r.limits {
 		lim := unix.Rlimit{Cur: l.value, Max: l.value}
@@ -443,6 +458,17 @@ func (s *spawner) spawnOne(r *spawnReq) (int, error) {
 		return fail(fmt.Errorf("sandbox: release child: %w", err))
 	}
 	return pid, nil
+}
+
+// moveTo moves the spawner thread, alone, into the cgroup v1 directories
+// whose tasks files are open at fds.
+func (s *spawner) moveTo(fds []int) error {
+	for _, fd := range fds {
+		if _, err := unix.Write(fd, s.tidText); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitChild waits for the child pid to stop or end.
