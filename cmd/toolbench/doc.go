@@ -9,7 +9,9 @@
 //
 // The figures are one Read of a 1 KiB file (in a session with the
 // executor's default options, and in one opened as the orchestrator opens
-// its sessions, with LIFECYCLE_FOLDED: the Result alone), Bash `true`, 32 concurrent Bash
+// its sessions, with LIFECYCLE_FOLDED: the Result alone), Bash `true` (back
+// to back, and 100 ms after the call before, as the calls of a
+// conversation come, against os/exec after the same pause), 32 concurrent Bash
 // `true` of one assistant message, the time from sending an Abort for a
 // running `sleep 30` (and for a bash with a `sleep 30` child) to its Result,
 // 64 MiB of Bash stdout streamed as Progress events, and the time from

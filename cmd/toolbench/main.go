@@ -57,6 +57,7 @@ type options struct {
 	rounds    int
 	streamN   int
 	startN    int
+	idleN     int
 	sandboxes []string
 	json      bool
 	quiet     bool
@@ -87,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 10, "interleaved rounds the samples are spread over")
 	fs.IntVar(&o.streamN, "stream-n", 10, "64 MiB streams per streaming figure")
 	fs.IntVar(&o.startN, "start-n", 20, "toolsvc starts per start-up figure")
+	fs.IntVar(&o.idleN, "idle-n", 20, "samples per after-idle figure (each waits 100 ms first, as calls of a conversation wait for the model)")
 	sandboxes := fs.String("sandboxes", "none,landlock", "toolsvc --sandbox values to measure, comma-separated")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.BoolVar(&o.quiet, "q", false, "no progress notes on stderr")
@@ -128,8 +130,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case o.toolsvc == "":
 		fmt.Fprintln(stderr, "toolbench: --toolsvc is required")
 		return o, errUsage
-	case o.n < 1 || o.warm < 0 || o.rounds < 1 || o.streamN < 0 || o.startN < 0 || o.sessionCalls < 1:
-		fmt.Fprintln(stderr, "toolbench: -n, --rounds and --sessions-calls must be positive; --warmup, --stream-n and --start-n not negative")
+	case o.n < 1 || o.warm < 0 || o.rounds < 1 || o.streamN < 0 || o.startN < 0 || o.idleN < 0 || o.sessionCalls < 1:
+		fmt.Fprintln(stderr, "toolbench: -n, --rounds and --sessions-calls must be positive; --warmup, --stream-n, --start-n and --idle-n not negative")
 		return o, errUsage
 	}
 	for _, sb := range o.sandboxes {
@@ -159,7 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		return runScale(ctx, o, o.scaleOpts, stdout, progress)
 	}
-	p := plan{n: o.n, warm: o.warm, rounds: o.rounds, streamN: o.streamN, startN: o.startN,
+	p := plan{n: o.n, warm: o.warm, rounds: o.rounds, streamN: o.streamN, startN: o.startN, idleN: o.idleN,
 		rng: rand.New(rand.NewPCG(o.seed, o.seed>>1|1)), progress: stderr}
 	if o.quiet {
 		p.progress = io.Discard

@@ -83,11 +83,11 @@ func checkNoSurvivors(t *testing.T, binDir string, dirs ...string) {
 }
 
 var allIDs = []string{
-	"floor_grpc_pingpong", "floor_exec_bash_true", "floor_exec_bash_true_x32", "floor_grpc_stream_64mib", "floor_exec_head_64mib",
+	"floor_grpc_pingpong", "floor_exec_bash_true", "floor_exec_bash_true_x32", "floor_exec_bash_true_idle", "floor_grpc_stream_64mib", "floor_exec_head_64mib",
 	refRead, refStream,
 	"floor_grpc_pingpong_tuned", "floor_grpc_stream_64mib_tuned", "floor_exec_head_64mib_tuned", refRead + tunedSuffix, refStream + tunedSuffix,
-	"read_1kib/none", "read_1kib_folded/none", "bash_true/none", "bash_true_x32/none", "bash_stream_64mib/none", "abort_sleep/none", "abort_start/none", "startup_serving/none",
-	"read_1kib/landlock", "read_1kib_folded/landlock", "bash_true/landlock", "bash_true_x32/landlock", "bash_stream_64mib/landlock", "abort_sleep/landlock", "abort_start/landlock", "startup_serving/landlock",
+	"read_1kib/none", "read_1kib_folded/none", "bash_true/none", "bash_true_idle/none", "bash_true_x32/none", "bash_stream_64mib/none", "abort_sleep/none", "abort_start/none", "startup_serving/none",
+	"read_1kib/landlock", "read_1kib_folded/landlock", "bash_true/landlock", "bash_true_idle/landlock", "bash_true_x32/landlock", "bash_stream_64mib/landlock", "abort_sleep/landlock", "abort_start/landlock", "startup_serving/landlock",
 }
 
 // TestToolbench runs the real command against a real toolsvc and checks
@@ -101,7 +101,7 @@ func TestToolbench(t *testing.T) {
 	toolsvc, toolbench := build(t, binDir)
 
 	tmp1, tmp2 := sandboxtest.Dir(t), sandboxtest.Dir(t)
-	out := runBench(t, toolbench, tmp1, "--toolsvc", toolsvc, "-n", "5", "--warmup", "1", "--rounds", "2", "--stream-n", "1", "--start-n", "1", "-q",
+	out := runBench(t, toolbench, tmp1, "--toolsvc", toolsvc, "-n", "5", "--warmup", "1", "--rounds", "2", "--stream-n", "1", "--start-n", "1", "--idle-n", "2", "-q",
 		"--sessions", "2,3", "--sessions-calls", "20")
 	want := append([]string{"load average", "targets", "bounds", "cost of confinement", "many sessions"}, allIDs...)
 	for _, target := range targets {
@@ -114,7 +114,7 @@ func TestToolbench(t *testing.T) {
 			t.Errorf("output lacks %q", s)
 		}
 	}
-	for _, name := range []string{"read_1kib", "bash_true", "bash_true_x32", "bash_stream_64mib", "abort_sleep", "abort_start", "startup_serving"} {
+	for _, name := range []string{"read_1kib", "bash_true", "bash_true_idle", "bash_true_x32", "bash_stream_64mib", "abort_sleep", "abort_start", "startup_serving"} {
 		if !strings.Contains(out, "\n"+name+" ") {
 			t.Errorf("confinement table lacks %s", name)
 		}
@@ -129,7 +129,7 @@ func TestToolbench(t *testing.T) {
 	}
 
 	out = runBench(t, toolbench, tmp2, "--toolsvc", toolsvc, "--json", "-n", "2", "--warmup", "0", "--rounds", "1",
-		"--stream-n", "1", "--start-n", "1", "--sandboxes", "none", "-q", "--sessions", "2", "--sessions-calls", "10")
+		"--stream-n", "1", "--start-n", "1", "--idle-n", "1", "--sandboxes", "none", "-q", "--sessions", "2", "--sessions-calls", "10")
 	var rep Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json output is not a Report: %v\n%s", err, out)
@@ -185,6 +185,7 @@ func TestFlags(t *testing.T) {
 		"stray argument":  {"--toolsvc", "x", "extra"},
 		"unknown flag":    {"--toolsvc", "x", "--fast"},
 		"negative warmup": {"--toolsvc", "x", "--warmup", "-1"},
+		"negative idle-n": {"--toolsvc", "x", "--idle-n", "-1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := parseFlags(args, io.Discard); !errors.Is(err, errUsage) {

@@ -51,10 +51,10 @@ type figure struct {
 
 // plan is the configuration of one run.
 type plan struct {
-	n, warm, rounds int
-	streamN, startN int
-	rng             *rand.Rand
-	progress        io.Writer // round-by-round notes; io.Discard for none
+	n, warm, rounds        int
+	streamN, startN, idleN int
+	rng                    *rand.Rand
+	progress               io.Writer // round-by-round notes; io.Discard for none
 }
 
 // runRounds warms every figure up, then takes their samples in p.rounds
@@ -154,7 +154,28 @@ func floorFigures(p plan, t transport, echoPid int, ping *pingStream, readFile *
 			sample: func(ctx context.Context) (time.Duration, int64, error) {
 				d, err := timeBashTrueN(ctx, 32)
 				return d, 0, err
-			}})
+			}},
+		&figure{id: "floor_exec_bash_true_idle", label: "floor: os/exec `bash -c true` 100 ms after the one before, output captured", unit: latency, n: p.idleN, warm: 1,
+			sample: afterIdle(func(ctx context.Context) (time.Duration, int64, error) {
+				d, err := timeBashTrue(ctx)
+				return d, 0, err
+			})})
+}
+
+// idleGap is how long an after-idle figure waits before each sample: a
+// call of a conversation follows the model's answer, not the call before.
+const idleGap = 100 * time.Millisecond
+
+// afterIdle waits idleGap, then takes sample s.
+func afterIdle(s sampler) sampler {
+	return func(ctx context.Context) (time.Duration, int64, error) {
+		select {
+		case <-time.After(idleGap):
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		}
+		return s(ctx)
+	}
 }
 
 // toolsvcFigures returns the figures of one running toolsvc. The sessions
@@ -190,6 +211,10 @@ func toolsvcFigures(ctx context.Context, p plan, svc *toolsvcProc, root string, 
 	if err != nil {
 		return nil, err
 	}
+	idleS, err := open()
+	if err != nil {
+		return nil, err
+	}
 	file, err := writeKiBFile(root)
 	if err != nil {
 		return nil, err
@@ -209,6 +234,8 @@ func toolsvcFigures(ctx context.Context, p plan, svc *toolsvcProc, root string, 
 			sandbox: sb, unit: latency, n: p.n, warm: p.warm, sample: readSample(foldedS, file)},
 		{id: "bash_true/" + sb, pids: pids, label: "Bash `true`" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
 			sample: bashSample(bashS)},
+		{id: "bash_true_idle/" + sb, pids: pids, label: "Bash `true` 100 ms after the call before" + suffix, sandbox: sb, unit: latency, n: p.idleN, warm: 1,
+			sample: afterIdle(bashSample(idleS))},
 		{id: "bash_true_x32/" + sb, pids: pids, label: "32 Bash `true` in one message, batch wall" + suffix, sandbox: sb, unit: latency, n: p.n, warm: p.warm,
 			sample: batchSample(batchS, 32)},
 		stream,

@@ -239,7 +239,7 @@ func evaluate(sums []Summary, sandboxes []string) ([]Ratio, []Confinement) {
 		}
 	}
 	var conf []Confinement
-	for _, name := range []string{"read_1kib", "bash_true", "bash_true_x32", "bash_stream_64mib", "abort_sleep", "abort_start", "startup_serving"} {
+	for _, name := range []string{"read_1kib", "bash_true", "bash_true_idle", "bash_true_x32", "bash_stream_64mib", "abort_sleep", "abort_start", "startup_serving"} {
 		off, on := byID[name+"/none"], byID[name+"/landlock"]
 		if off.N == 0 || on.N == 0 || off.Median == 0 {
 			continue
