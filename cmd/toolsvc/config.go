@@ -89,7 +89,7 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 		fsync         = fs.Bool("fsync", false, "fsync every file write before it is renamed into place (durable across power loss; slower)")
 		cpuTime       = fs.Duration("limit-cpu", 0, "CPU time of each tool process (0: unlimited)")
 		memory        = fs.Int64("limit-memory", 0, "memory of each call in bytes (0: unlimited)")
-		processes     = fs.Int("limit-processes", 0, "processes of each call (0: unlimited)")
+		processes     = fs.Int("limit-processes", 0, "processes of each call, 2 or more (0: unlimited)")
 		fileSize      = fs.Int64("limit-file-size", 0, "largest file a tool process may write, in bytes (0: unlimited)")
 		openFiles     = fs.Int("limit-open-files", 0, "open files of each tool process (0: unlimited)")
 		settingsFile  = fs.String("settings", "", "operator settings file (Claude Code settings.json shape): permission rules, mode and hooks every session gets and cannot loosen")
@@ -153,6 +153,9 @@ func executorFlags(fs *flag.FlagSet, inProcess bool) func() (execsvc.Config, err
 			if negative {
 				return execsvc.Config{}, fmt.Errorf("%s must not be negative (0: unlimited)", name)
 			}
+		}
+		if *processes == 1 {
+			return execsvc.Config{}, errors.New("--limit-processes must be 0 (unlimited) or at least 2: a command's shell and the command it starts are two processes, and the call's first process is started inside the call's cgroup")
 		}
 		var operator settings.Settings
 		var err error

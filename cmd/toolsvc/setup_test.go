@@ -126,6 +126,7 @@ func TestSetupErrorsNameTheFlag(t *testing.T) {
 		{name: "missing root", args: []string{"call", "--embedded", "--root", missing}, want: []string{missing, "pass --root an existing directory"}},
 		{name: "bad uid range", args: []string{"call", "--embedded", "--session-uids", "5-1"}, want: []string{"--session-uids: ", "5-1"}},
 		{name: "negative limit", args: []string{"call", "--embedded", "--limit-cpu", "-1s"}, want: []string{"--limit-cpu must not be negative"}},
+		{name: "one process per call", args: []string{"call", "--embedded", "--limit-processes", "1"}, want: []string{"--limit-processes must be 0 (unlimited) or at least 2"}},
 		{name: "limit above the hard limit", args: []string{"call", "--embedded", "--limit-open-files", "99999999999"}, want: []string{"RLIMIT_NOFILE", "--limit-open-files"}},
 		{name: "missing extra directory", args: []string{"call", "--embedded", "--rw", missing}, want: []string{missing, "flag -rw"}},
 		{name: "missing sandbox-read directory", args: []string{"call", "--embedded", "--sandbox-read", missing}, want: []string{missing, "--sandbox-read"}},

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -240,6 +241,12 @@ func (c Config) normalize() (Config, error) {
 		if n.value < 0 {
 			return c, settingError(SettingLimits, fmt.Errorf("sandbox: the %s limit is negative", n.what))
 		}
+	}
+	if l.Processes == 1 {
+		// On cgroup v1 the call's first process is forked inside the call's
+		// directory, where the thread that forks it counts for that moment
+		// (see spawnOne).
+		return c, errors.New("sandbox: a processes limit of 1 per call leaves no room to start the call's first process inside its cgroup; give 2 or more (0: no limit)")
 	}
 	return c, nil
 }
