@@ -422,7 +422,11 @@ func (s *spawner) spawnOne(r *spawnReq) (int, error) {
 	// call's processes, nor stay where the call's processes are killed.
 	back := s.moveTo(leave)
 	if err != nil {
-		return 0, &os.PathError{Op: "fork/exec", Path: r.path, Err: err}
+		err = &os.PathError{Op: "fork/exec", Path: r.path, Err: err}
+		if back != nil {
+			return 0, fmt.Errorf("sandbox: leave call cgroup: %w (after %w)", back, err)
+		}
+		return 0, err
 	}
 	fail := func(err error) (int, error) {
 		unix.Kill(pid, unix.SIGKILL)
