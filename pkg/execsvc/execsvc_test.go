@@ -128,7 +128,10 @@ func TestSessionsHaveUsersOfTheirOwn(t *testing.T) {
 			t.Errorf("b's attacks printed %q, want %q", out, want)
 		}
 	}
-	if strings.Contains(out, "4721") || strings.Contains(out, "a-secret") {
+	// a's process as ps shows it, or as its cmdline reads (NUL between
+	// arguments); not the bare number, which a temp directory's name in
+	// the messages above may hold.
+	if strings.Contains(out, "sleep 4721") || strings.Contains(out, "sleep\x004721") || strings.Contains(out, "a-secret") {
 		t.Errorf("b saw a's process or secret:\n%s", out)
 	}
 
