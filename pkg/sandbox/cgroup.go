@@ -31,22 +31,8 @@ type cgroupMounts struct {
 // /proc/self/mountinfo and /proc/self/cgroup.
 func findCgroups() cgroupMounts {
 	var m cgroupMounts
-	own := map[string]string{} // controller ("" for v2) -> path
-	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			parts := strings.SplitN(line, ":", 3)
-			if len(parts) != 3 {
-				continue
-			}
-			if parts[1] == "" {
-				own[""] = parts[2]
-				continue
-			}
-			for _, c := range strings.Split(parts[1], ",") {
-				own[c] = parts[2]
-			}
-		}
-	}
+	b, _ := os.ReadFile("/proc/self/cgroup")
+	own := cgroupPaths(b)
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return m
@@ -94,6 +80,26 @@ func findCgroups() cgroupMounts {
 		}
 	}
 	return m
+}
+
+// cgroupPaths reads a /proc/PID/cgroup listing: the path of each
+// controller, "" for cgroup v2.
+func cgroupPaths(listing []byte) map[string]string {
+	paths := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(listing)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[1] == "" {
+			paths[""] = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			paths[c] = parts[2]
+		}
+	}
+	return paths
 }
 
 // runnerCgroups are a runner's own directories, one per usable hierarchy.

@@ -48,3 +48,7 @@ func EndBurst(r *Runner) { r.cg.trimSpares() }
 func SpawnerCgroups(r *Runner) ([]byte, error) {
 	return os.ReadFile(fmt.Sprintf("/proc/self/task/%d/cgroup", r.sp.tid))
 }
+
+// CgroupPaths reads a /proc/PID/cgroup listing: the path of each
+// controller, "" for cgroup v2.
+var CgroupPaths = cgroupPaths

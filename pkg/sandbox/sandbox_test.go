@@ -746,18 +746,13 @@ func TestAbortWhileWatchingProcesses(t *testing.T) {
 	r.Close() // waits for the calls' directories to be taken back
 }
 
-// v1Cgroups reads the pids and memory paths of a /proc cgroup listing.
+// v1Cgroups returns the pids and memory paths of a /proc cgroup listing.
 func v1Cgroups(listing []byte) map[string]string {
+	all := sandbox.CgroupPaths(listing)
 	dirs := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(listing)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			if c == "pids" || c == "memory" {
-				dirs[c] = parts[2]
-			}
+	for _, c := range []string{"pids", "memory"} {
+		if p, ok := all[c]; ok {
+			dirs[c] = p
 		}
 	}
 	return dirs
@@ -786,7 +781,6 @@ func TestCallsStartInTheirV1Cgroups(t *testing.T) {
 	for name, newR := range runners {
 		t.Run(name, func(t *testing.T) {
 			r := newR()
-			calls := map[string]bool{}
 			for range 4 {
 				out, code := run(t, r, "cat /proc/self/cgroup")
 				if code != 0 {
@@ -799,7 +793,6 @@ func TestCallsStartInTheirV1Cgroups(t *testing.T) {
 					if !ok || !strings.HasPrefix(filepath.Base(rel), "c") {
 						t.Fatalf("the process is in %s cgroup %q, want a call directory under %q", c, call, dir)
 					}
-					calls[c+" "+call] = true
 				}
 				spawner, err := sandbox.SpawnerCgroups(r)
 				if err != nil {
@@ -808,9 +801,6 @@ func TestCallsStartInTheirV1Cgroups(t *testing.T) {
 				if back := v1Cgroups(spawner); !maps.Equal(back, own) {
 					t.Fatalf("the spawner thread is in %v after the start, want the service's %v", back, own)
 				}
-			}
-			if len(calls) == 0 {
-				t.Fatal("no call directory seen")
 			}
 		})
 	}

@@ -471,12 +471,15 @@ func (s *spawner) spawnOne(r *spawnReq) (int, error) {
 // moved task).
 func (s *spawner) moveTo(fds []int) error {
 	for _, fd := range fds {
-		if _, err := unix.Write(fd, []byte("0")); err != nil {
+		if _, err := unix.Write(fd, currentThread); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// currentThread is what a tasks file reads as the writing thread.
+var currentThread = []byte("0")
 
 // waitChild waits for the child pid to stop or end.
 func waitChild(pid int) (unix.WaitStatus, error) {
