@@ -319,14 +319,15 @@ func waitServing(ctx context.Context, conn *grpc.ClientConn, c *child) error {
 }
 
 // startEcho starts this binary again as the bare gRPC server of the floors
-// and returns it with its two addresses: untuned and tuned.
-func startEcho(ctx context.Context) (*child, [2]string, error) {
+// and returns it with its two addresses: untuned and tuned. Its TMPDIR is
+// tmp, where the saved-output reference writes, as toolsvc's children do.
+func startEcho(ctx context.Context, tmp string) (*child, [2]string, error) {
 	var none [2]string
 	self, err := os.Executable()
 	if err != nil {
 		return nil, none, fmt.Errorf("find own executable: %w", err)
 	}
-	c, stdout, err := startChild("echo server", self, []string{echoCommand}, os.Environ(), true)
+	c, stdout, err := startChild("echo server", self, []string{echoCommand}, append(os.Environ(), "TMPDIR="+tmp), true)
 	if err != nil {
 		return nil, none, err
 	}

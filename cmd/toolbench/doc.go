@@ -25,13 +25,17 @@
 // stream figure's command with os/exec and only reads its output: how fast
 // that output can be had at all, before anything sends it.
 //
-// Two references are the least implementations of a Read and of a Bash
+// Three references are the least implementations of a Read and of a Bash
 // stream, served by the same bare gRPC server: ref_grpc_read_1kib answers
-// each ping with the 1 KiB file's lines numbered, and
+// each ping with the 1 KiB file's lines numbered,
 // ref_grpc_exec_stream_64mib sends `head`'s stdout as it is read from the
-// pipe. Divided by their target's floor they are the best any executor
-// could score on the machine that day; the "bounds" table prints that and
-// each toolsvc figure against its reference.
+// pipe, and ref_grpc_exec_stream_64mib_saved also writes each read to a
+// file in the TMPDIR toolsvc's sessions use, as a Bash call keeps its whole
+// output for the model to read (its trailer says how many bytes the file
+// held, and toolbench checks it). Divided by their target's floor they are
+// the best any executor could score on the machine that day, and the best
+// one that keeps the whole output; the "bounds" table prints that and each
+// toolsvc figure against its reference.
 //
 // The gRPC floors, the references and the head reference are measured twice:
 // over gRPC's defaults, and tuned as for bulk output (HTTP/2 stream and

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/toolwire/toolwire/pkg/rpcserver"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -77,10 +78,13 @@ func (t transport) setPipeSize(f *os.File) error {
 
 // echoService is a gRPC service with no framework around it. Ping echoes
 // every message of a bidi stream, Flood answers one Int64Value with that many
-// bytes in streamChunk messages: the floors. ReadFile and ExecFlood are the
-// references, the least a Read and a Bash stream can do with no executor
-// around them: ReadFile answers each path with the file's lines, numbered;
-// ExecFlood runs `head -c N /dev/zero` and sends its stdout as it is read.
+// bytes in streamChunk messages: the floors. ReadFile, ExecFlood and
+// ExecFloodSaved are the references, the least a Read and a Bash stream can
+// do with no executor around them: ReadFile answers each path with the
+// file's lines, numbered; ExecFlood runs `head -c N /dev/zero` and sends its
+// stdout as it is read; ExecFloodSaved also writes every byte to a file
+// before sending it, as a Bash call keeps its whole output for the model to
+// read.
 //
 // The service's implementation value is the server's transport: Flood and
 // ExecFlood size their messages, pipe and reads by it.
@@ -92,6 +96,7 @@ var echoService = grpc.ServiceDesc{
 		{StreamName: "Flood", ServerStreams: true, Handler: serveFlood},
 		{StreamName: "ReadFile", ServerStreams: true, ClientStreams: true, Handler: serveReadFile},
 		{StreamName: "ExecFlood", ServerStreams: true, Handler: serveExecFlood},
+		{StreamName: "ExecFloodSaved", ServerStreams: true, Handler: serveExecFloodSaved},
 	},
 }
 
@@ -101,6 +106,7 @@ const (
 	methodFlood
 	methodReadFile
 	methodExecFlood
+	methodExecFloodSaved
 )
 
 // methodName is the full gRPC method name of echoService's stream i.
@@ -219,6 +225,36 @@ func readSmallFile(path string) ([]byte, error) {
 // what a Bash stream must do for every byte, without keeping the output or
 // counting its lines.
 func serveExecFlood(srv any, stream grpc.ServerStream) error {
+	return execFlood(srv, stream, nil)
+}
+
+// savedBytesKey is the trailer in which ExecFloodSaved reports how many
+// bytes it wrote to its file.
+const savedBytesKey = "saved-bytes"
+
+// serveExecFloodSaved is serveExecFlood that also writes every byte to a
+// file in the server's TMPDIR before sending it: what a Bash stream must
+// do for every byte when the whole output is kept for the model to read,
+// as Claude Code keeps an output too long for its result. The file is
+// removed when the stream ends; the trailer says how much it held.
+func serveExecFloodSaved(srv any, stream grpc.ServerStream) error {
+	f, err := os.CreateTemp("", "toolbench-saved-*")
+	if err != nil {
+		return fmt.Errorf("create saved output: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	err = execFlood(srv, stream, f)
+	if st, serr := f.Stat(); serr == nil {
+		stream.SetTrailer(metadata.Pairs(savedBytesKey, strconv.FormatInt(st.Size(), 10)))
+	}
+	return err
+}
+
+// execFlood runs `head -c N /dev/zero` for the N it is sent and sends its
+// stdout as it is read, writing each read to save first when save is not
+// nil.
+func execFlood(srv any, stream grpc.ServerStream, save *os.File) error {
 	t := serverTransport(srv)
 	want := new(wrapperspb.Int64Value)
 	if err := stream.RecvMsg(want); err != nil {
@@ -240,6 +276,12 @@ func serveExecFlood(srv any, stream grpc.ServerStream) error {
 	var sendErr error
 	for sendErr == nil {
 		n, err := out.Read(buf)
+		if n > 0 && save != nil {
+			if _, werr := save.Write(buf[:n]); werr != nil {
+				sendErr = fmt.Errorf("save output: %w", werr)
+				break
+			}
+		}
 		if n > 0 {
 			msg.Value = buf[:n]
 			sendErr = stream.SendMsg(msg) // marshalled before it returns
@@ -405,6 +447,11 @@ func floodOnce(ctx context.Context, conn *grpc.ClientConn, method int) (time.Dur
 	took := time.Since(start)
 	if got != streamBytes {
 		return 0, 0, fmt.Errorf("%s carried %d bytes, want %d", methodName(method), got, streamBytes)
+	}
+	if method == methodExecFloodSaved {
+		if saved := s.Trailer().Get(savedBytesKey); len(saved) != 1 || saved[0] != strconv.Itoa(streamBytes) {
+			return 0, 0, fmt.Errorf("%s saved %q bytes, want %d", methodName(method), saved, streamBytes)
+		}
 	}
 	return took, got, nil
 }

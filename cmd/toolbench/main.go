@@ -185,7 +185,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	closers = append(closers, w.cleanup)
 
-	echo, echoAddrs, err := startEcho(ctx)
+	echo, echoAddrs, err := startEcho(ctx, w.tmp)
 	if err != nil {
 		return err
 	}

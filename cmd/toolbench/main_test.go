@@ -84,8 +84,8 @@ func checkNoSurvivors(t *testing.T, binDir string, dirs ...string) {
 
 var allIDs = []string{
 	"floor_grpc_pingpong", "floor_exec_bash_true", "floor_exec_bash_true_x32", "floor_exec_bash_true_idle", "floor_grpc_stream_64mib", "floor_exec_head_64mib",
-	refRead, refStream,
-	"floor_grpc_pingpong_tuned", "floor_grpc_stream_64mib_tuned", "floor_exec_head_64mib_tuned", refRead + tunedSuffix, refStream + tunedSuffix,
+	refRead, refStream, refStreamSaved,
+	"floor_grpc_pingpong_tuned", "floor_grpc_stream_64mib_tuned", "floor_exec_head_64mib_tuned", refRead + tunedSuffix, refStream + tunedSuffix, refStreamSaved + tunedSuffix,
 	"read_1kib/none", "read_1kib_folded/none", "bash_true/none", "bash_true_idle/none", "bash_true_x32/none", "bash_stream_64mib/none", "abort_sleep/none", "abort_start/none", "startup_serving/none",
 	"read_1kib/landlock", "read_1kib_folded/landlock", "bash_true/landlock", "bash_true_idle/landlock", "bash_true_x32/landlock", "bash_stream_64mib/landlock", "abort_sleep/landlock", "abort_start/landlock", "startup_serving/landlock",
 }
@@ -158,9 +158,19 @@ func TestToolbench(t *testing.T) {
 		t.Errorf("--json has %d ratios, want %d: %+v", len(rep.Ratios), len(targets), rep.Ratios)
 	}
 	// Read and stream, each over the untuned floor by both references and
-	// over the tuned floor by the tuned one.
-	if len(rep.Bounds) != 6 {
-		t.Errorf("--json has %d bounds, want 6 (Read and stream: untuned floor by both references, tuned by the tuned one): %+v", len(rep.Bounds), rep.Bounds)
+	// over the tuned floor by the tuned one; the stream also by the
+	// references that keep the output, the same way.
+	if len(rep.Bounds) != 9 {
+		t.Errorf("--json has %d bounds, want 9 (Read and stream: untuned floor by both references, tuned by the tuned one; the stream again by the saving references): %+v", len(rep.Bounds), rep.Bounds)
+	}
+	saving := 0
+	for _, b := range rep.Bounds {
+		if b.SavesOutput {
+			saving++
+		}
+	}
+	if saving != 3 {
+		t.Errorf("--json has %d bounds from saving references, want 3", saving)
 	}
 	if len(rep.Sessions) != 1 || rep.Sessions[0].Sessions != 2 || rep.Sessions[0].Calls != 10 ||
 		rep.Sessions[0].Sandbox != "none" || rep.Sessions[0].CallsPerSecond <= 0 {
@@ -302,6 +312,45 @@ func TestBounds(t *testing.T) {
 	}
 }
 
+// TestSavedBounds checks the stream's bounds from the references that keep
+// the whole output: they are judged among themselves, so a faster
+// reference that keeps nothing does not make their goal look reachable.
+func TestSavedBounds(t *testing.T) {
+	sums := []Summary{
+		{ID: "floor_grpc_stream_64mib", N: 1, Median: 1000},
+		{ID: refStream + tunedSuffix, N: 1, Median: 950},
+		{ID: refStreamSaved, N: 1, Median: 600},
+		{ID: refStreamSaved + tunedSuffix, N: 1, Median: 750},
+		{ID: "bash_stream_64mib/landlock", N: 1, Median: 600},
+	}
+	got := bounds(sums, []string{"landlock"})
+	if len(got) != 3 {
+		t.Fatalf("got %d bounds, want 3: %+v", len(got), got)
+	}
+	tunedRef, saved, savedTuned := got[0], got[1], got[2]
+	if tunedRef.Reference != refStream+tunedSuffix || tunedRef.SavesOutput || !tunedRef.Reachable {
+		t.Errorf("bound of the tuned reference = %+v, want reachable, keeping nothing", tunedRef)
+	}
+	if saved.Reference != refStreamSaved || !saved.SavesOutput || saved.Reachable || saved.Value != 0.6 {
+		t.Errorf("bound of the saving reference = %+v, want 0.6x, out of reach, keeping the output", saved)
+	}
+	if savedTuned.Reference != refStreamSaved+tunedSuffix || !savedTuned.SavesOutput || savedTuned.Reachable ||
+		savedTuned.Value != 0.75 || savedTuned.FigureToReference["bash_stream_64mib/landlock"] != 0.8 {
+		t.Errorf("bound of the tuned saving reference = %+v, want 0.75x, out of reach, the figure at 0.8x it", savedTuned)
+	}
+	for _, b := range []Bound{saved, savedTuned} {
+		if why, want := unreachable(got, b), "no executor that keeps the whole output can meet the goal here"; why != want {
+			t.Errorf("%s: %q, want %q", b.Reference, why, want)
+		}
+	}
+	// Once a saving reference meets the goal, the other is only a
+	// matter of transport.
+	got[2].Reachable = true
+	if why, want := unreachable(got, saved), "not with this reference's transport; "+refStreamSaved+tunedSuffix+" meets it"; why != want {
+		t.Errorf("untuned saving reference: %q, want %q", why, want)
+	}
+}
+
 // TestReferences serves the echo service on loopback and checks what the
 // reference methods answer: the file's lines numbered, and exactly the
 // bytes head was asked for.
@@ -353,11 +402,18 @@ func testReferences(t *testing.T, tr transport) {
 		t.Errorf("ReadFile answered %q, want 16 numbered lines", text.GetValue())
 	}
 
-	for _, m := range []int{methodExecFlood, methodFlood} {
+	// The saving reference checks the trailer that says its file held
+	// every byte, and leaves no file behind.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	for _, m := range []int{methodExecFlood, methodExecFloodSaved, methodFlood} {
 		took, n, err := floodOnce(t.Context(), conn, m)
 		if err != nil || n != streamBytes || took <= 0 {
 			t.Errorf("%s: %v, %d bytes, %v; want %d bytes", methodName(m), took, n, err, streamBytes)
 		}
+	}
+	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+		t.Errorf("the saving reference left %v in its TMPDIR (%v)", left, err)
 	}
 	took, n, err := headOnce(t.Context(), tr)
 	if err != nil || n != streamBytes || took <= 0 {

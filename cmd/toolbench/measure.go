@@ -140,6 +140,10 @@ func floorFigures(p plan, t transport, echoPid int, ping *pingStream, readFile *
 			sample: func(ctx context.Context) (time.Duration, int64, error) {
 				return floodOnce(ctx, echo, methodExecFlood)
 			}},
+		{id: id(refStreamSaved), label: "reference: bare gRPC stream of `head -c 64MiB /dev/zero`'s stdout, each read written to a kept file, then sent" + note, unit: throughput, n: p.streamN, warm: 1, pids: []int{echoPid},
+			sample: func(ctx context.Context) (time.Duration, int64, error) {
+				return floodOnce(ctx, echo, methodExecFloodSaved)
+			}},
 	}
 	if t.tuned {
 		return figs
@@ -268,10 +272,12 @@ func startupFigure(p plan, bin, sb string, w *workDir, grpcDefaults bool) (*figu
 }
 
 // The reference figures: what the least implementation of a Read and of a
-// Bash stream reaches, with no executor around it.
+// Bash stream reaches, with no executor around it. refStreamSaved is the
+// least Bash stream that keeps the whole output, as a Bash call must.
 const (
-	refRead   = "ref_grpc_read_1kib"
-	refStream = "ref_grpc_exec_stream_64mib"
+	refRead        = "ref_grpc_read_1kib"
+	refStream      = "ref_grpc_exec_stream_64mib"
+	refStreamSaved = "ref_grpc_exec_stream_64mib_saved"
 )
 
 // tunedSuffix ends the id of a floor or reference measured over the tuned
