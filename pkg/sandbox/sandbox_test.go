@@ -843,3 +843,56 @@ func TestNoSubvolumes(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitingHoldsNoThread: a running command costs no thread blocked in
+// waitid; the poller tells when it ends. Each thread's current system
+// call is in /proc/self/task/TID/syscall.
+func TestWaitingHoldsNoThread(t *testing.T) {
+	r := newRunner(t, configs["none"])
+	const n = 16
+	var procs []*sandbox.Process
+	for range n {
+		p, err := r.Start(context.Background(), sandbox.Cmd{Args: []string{"sleep", "30"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	// Every process's wait has begun well within this; a blocking wait
+	// would show up at once and stay.
+	most := 0
+	for range 50 {
+		most = max(most, threadsIn(t, unix.SYS_WAITID))
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, p := range procs {
+		p.Abort()
+		p.Output().Close()
+		if code, err := p.Wait(); err != nil || code != 128+int(unix.SIGKILL) {
+			t.Errorf("aborted sleep: exit %d, %v; want %d", code, err, 128+int(unix.SIGKILL))
+		}
+	}
+	if most > 0 {
+		t.Errorf("%d threads sat in waitid while %d commands ran, want none", most, n)
+	}
+}
+
+// threadsIn counts this process's threads that are in system call nr.
+func threadsIn(t *testing.T, nr int) int {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := 0
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/syscall")
+		if err != nil {
+			continue // the thread ended
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 && f[0] == strconv.Itoa(nr) {
+			in++
+		}
+	}
+	return in
+}
