@@ -263,7 +263,9 @@ func awaitExit(pid int) {
 	if err != nil {
 		return
 	}
-	rc.Read(func(fd uintptr) bool {
+	// An error here (the poller does not take the pidfd) leaves the wait
+	// to block, as before.
+	_ = rc.Read(func(fd uintptr) bool {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
 		// Done once the process has ended, or when waitid cannot tell
