@@ -276,13 +276,13 @@ func execFlood(srv any, stream grpc.ServerStream, save *os.File) error {
 	var sendErr error
 	for sendErr == nil {
 		n, err := out.Read(buf)
-		if n > 0 && save != nil {
-			if _, werr := save.Write(buf[:n]); werr != nil {
-				sendErr = fmt.Errorf("save output: %w", werr)
-				break
-			}
-		}
 		if n > 0 {
+			if save != nil {
+				if _, werr := save.Write(buf[:n]); werr != nil {
+					sendErr = fmt.Errorf("save output: %w", werr)
+					break
+				}
+			}
 			msg.Value = buf[:n]
 			sendErr = stream.SendMsg(msg) // marshalled before it returns
 		}

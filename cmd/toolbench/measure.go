@@ -140,7 +140,7 @@ func floorFigures(p plan, t transport, echoPid int, ping *pingStream, readFile *
 			sample: func(ctx context.Context) (time.Duration, int64, error) {
 				return floodOnce(ctx, echo, methodExecFlood)
 			}},
-		{id: id(refStreamSaved), label: "reference: bare gRPC stream of `head -c 64MiB /dev/zero`'s stdout, each read written to a kept file, then sent" + note, unit: throughput, n: p.streamN, warm: 1, pids: []int{echoPid},
+		{id: id(refStreamSaved), label: "reference: bare gRPC stream of `head -c 64MiB /dev/zero`'s stdout, each read also written to a file, then sent" + note, unit: throughput, n: p.streamN, warm: 1, pids: []int{echoPid},
 			sample: func(ctx context.Context) (time.Duration, int64, error) {
 				return floodOnce(ctx, echo, methodExecFloodSaved)
 			}},
@@ -150,20 +150,20 @@ func floorFigures(p plan, t transport, echoPid int, ping *pingStream, readFile *
 	}
 	return append(figs,
 		&figure{id: "floor_exec_bash_true", label: "floor: os/exec `bash -c true`, output captured", unit: latency, n: p.n, warm: p.warm,
-			sample: func(ctx context.Context) (time.Duration, int64, error) {
-				d, err := timeBashTrue(ctx)
-				return d, 0, err
-			}},
+			sample: bashTrueSample},
 		&figure{id: "floor_exec_bash_true_x32", label: "floor: 32 os/exec `bash -c true` at once, batch wall", unit: latency, n: p.n, warm: p.warm,
 			sample: func(ctx context.Context) (time.Duration, int64, error) {
 				d, err := timeBashTrueN(ctx, 32)
 				return d, 0, err
 			}},
 		&figure{id: "floor_exec_bash_true_idle", label: "floor: os/exec `bash -c true` 100 ms after the one before, output captured", unit: latency, n: p.idleN, warm: 1,
-			sample: afterIdle(func(ctx context.Context) (time.Duration, int64, error) {
-				d, err := timeBashTrue(ctx)
-				return d, 0, err
-			})})
+			sample: afterIdle(bashTrueSample)})
+}
+
+// bashTrueSample takes one sample of the os/exec `bash -c true` floor.
+func bashTrueSample(ctx context.Context) (time.Duration, int64, error) {
+	d, err := timeBashTrue(ctx)
+	return d, 0, err
 }
 
 // idleGap is how long an after-idle figure waits before each sample: a

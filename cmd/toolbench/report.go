@@ -70,8 +70,8 @@ type Bound struct {
 	Value     float64 `json:"value"` // reference median over floor median
 	Goal      string  `json:"goal"`
 	Reachable bool    `json:"reachable"` // the reference meets the goal
-	// SavesOutput says that the reference writes every byte of the output
-	// to a kept file.
+	// SavesOutput says that the reference also writes every byte of the
+	// output to a file, as a Bash call keeps it.
 	SavesOutput bool `json:"saves_output,omitempty"`
 	// FigureToReference is each measured figure's median over the
 	// reference's, by figure id.
@@ -403,7 +403,7 @@ func writeText(w io.Writer, r *Report) error {
 	if len(r.Bounds) > 0 {
 		fmt.Fprintln(bw, "\nbounds (the least implementation of the figure, no executor around it, against the same floor; an executor may tune its")
 		fmt.Fprintln(bw, " transport, so a goal over an untuned floor is within reach when either reference meets it; a reference ending in _saved")
-		fmt.Fprintln(bw, " or _saved_tuned also writes every byte to a kept file, as a Bash call keeps its whole output for the model to read)")
+		fmt.Fprintln(bw, " or _saved_tuned also writes every byte to a file, as a Bash call keeps its whole output for the model to read)")
 		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "target\treference\tvalue\tgoal\treachable\tfigure / reference")
 		for _, b := range r.Bounds {

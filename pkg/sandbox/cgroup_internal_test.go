@@ -42,13 +42,13 @@ func TestKillListedSparesTheService(t *testing.T) {
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		if _, err := unix.Write(int(in.Fd()), []byte("0")); err != nil {
+		if _, err := unix.Write(int(in.Fd()), currentThread); err != nil {
 			listed <- "move in: " + err.Error()
 			return
 		}
 		b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 		killListed(dir)
-		if _, err := unix.Write(int(home.Fd()), []byte("0")); err != nil {
+		if _, err := unix.Write(int(home.Fd()), currentThread); err != nil {
 			listed <- "move back: " + err.Error()
 			return
 		}
