@@ -5,13 +5,16 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 // Outbox limits. Progress is the only event whose size grows with a call's
 // output, so it is the only one that is merged, capped and dropped.
 const (
-	// maxPendingProgress caps the output one pending progress event holds.
-	maxPendingProgress = 256 << 10
+	// maxPendingProgress caps the output one pending progress event holds:
+	// what one of the tools' progress buffers has room for.
+	maxPendingProgress = tool.ProgressBufferSize
 	// maxLogEvents caps the events kept for replay after a reconnect.
 	maxLogEvents = 20000
 	// maxLogBytes caps the size of the events kept for replay (as
@@ -52,8 +55,11 @@ type outbox struct {
 	progress map[string]*pendingProgress // the pending Progress event of each call
 	stalled  map[string]bool             // calls dropping progress until their pending event is taken
 	lastMove time.Time                   // when the reader last took an event, or an event became ready for it
-	log      []*Event                    // sent events, oldest first, for replay
+	log      []logged                    // sent events, oldest first, for replay
 	logBytes int                         // eventSize of the events in log
+	// reader counts the readers attached so far; the one attached last is
+	// the only one that takes events.
+	reader uint64
 	// logProgress counts the progress events in log.
 	logProgress int
 	seq         uint64
@@ -70,6 +76,12 @@ type outbox struct {
 	// fold leaves out the held Accepted and Started of a call whose Result
 	// comes while they are held (LIFECYCLE_FOLDED).
 	fold bool
+}
+
+// logged is an event in the log and the reader that took it.
+type logged struct {
+	ev     *Event
+	reader uint64
 }
 
 // queued is a pending event. An event with a due time is held until then
@@ -307,6 +319,8 @@ func (o *outbox) pushProgress(ev *Event) {
 			q.Output = append(q.Output, p.Output[:max(room, 0)]...)
 			q.Dropped += uint64(len(p.Output) - max(room, 0))
 		}
+		// p goes no further: its buffer, the writer's until now, is free.
+		tool.RecycleProgressBuffer(p.Output)
 		q.Elapsed, q.TotalLines, q.TotalBytes = p.Elapsed, p.TotalLines, p.TotalBytes
 		q.Dropped += p.Dropped
 		prev.ev.Time = ev.Time
@@ -354,12 +368,16 @@ func (o *outbox) next(ctx context.Context) (*Event, error) {
 				}
 				delete(o.progress, id)
 				delete(o.stalled, id)
+				compact(ev.Progress)
 			}
 			o.numberLocked(ev)
 			o.mu.Unlock()
 			return ev, nil
 		}
 		closed := o.closed && len(o.pending) == 0
+		if closed {
+			o.emptyLogLocked()
+		}
 		o.mu.Unlock()
 		if closed {
 			return nil, ErrSessionClosed
@@ -372,11 +390,31 @@ func (o *outbox) next(ctx context.Context) (*Event, error) {
 	}
 }
 
+// compact moves output that fills less than half of a progress buffer
+// to a slice of its own size and gives the buffer back: the log keeps
+// what was sent, and a call that prints a line now and then would
+// otherwise keep a whole buffer for each.
+func compact(p *Progress) {
+	if tool.IsProgressBuffer(p.Output) && len(p.Output) < tool.ProgressBufferSize/2 {
+		small := append([]byte(nil), p.Output...)
+		tool.RecycleProgressBuffer(p.Output)
+		p.Output = small
+	}
+}
+
+// attach makes the next reader the current one, the only one that takes
+// events from then on (the one before has been cancelled).
+func (o *outbox) attach() {
+	o.mu.Lock()
+	o.reader++
+	o.mu.Unlock()
+}
+
 // numberLocked gives ev the next sequence number and logs it for replay.
 func (o *outbox) numberLocked(ev *Event) {
 	o.seq++
 	ev.Seq = o.seq
-	o.log = append(o.log, ev)
+	o.log = append(o.log, logged{ev: ev, reader: o.reader})
 	o.logBytes += eventSize(ev)
 	if ev.Progress != nil {
 		o.logProgress++
@@ -387,12 +425,13 @@ func (o *outbox) numberLocked(ev *Event) {
 }
 
 // eventSize is what an event is counted as against maxLogBytes: its
-// output and content, and a fixed share for the rest.
+// output (the memory that holds it) and content, and a fixed share for
+// the rest.
 func eventSize(ev *Event) int {
 	n := 256
 	switch {
 	case ev.Progress != nil:
-		n += len(ev.Progress.Output)
+		n += cap(ev.Progress.Output)
 	case ev.Result != nil && ev.Result.Result != nil:
 		for _, c := range ev.Result.Result.Content {
 			n += len(c.Text) + len(c.Data)
@@ -406,24 +445,51 @@ func eventSize(ev *Event) int {
 // is over its size and holds progress, or else the oldest event.
 func (o *outbox) trimLocked() {
 	if o.logBytes > maxLogBytes && o.logProgress > 0 {
-		for i, ev := range o.log {
-			if ev.Progress != nil {
-				o.logBytes -= eventSize(ev)
+		for i, l := range o.log {
+			if l.ev.Progress != nil {
+				o.logBytes -= eventSize(l.ev)
 				o.logProgress--
 				o.log = append(o.log[:i], o.log[i+1:]...)
+				o.recycleLocked(l)
 				return
 			}
 		}
 	}
-	ev := o.log[0]
-	o.logBytes -= eventSize(ev)
-	if ev.Progress != nil {
+	l := o.log[0]
+	o.logBytes -= eventSize(l.ev)
+	if l.ev.Progress != nil {
 		o.logProgress--
+		o.recycleLocked(l)
 	} else {
-		o.lostUpTo = ev.Seq
+		o.lostUpTo = l.ev.Seq
 	}
-	o.log[0] = nil
+	o.log[0] = logged{}
 	o.log = o.log[1:]
+}
+
+// recycleLocked gives back the output buffer of a progress event that
+// has left the log, when the current reader took it: that reader sends
+// one event at a time and trims only while it takes the next, so it is
+// done with the event. A reader before it may still be sending the
+// event, or a later reader replaying it; either way its buffer is left
+// to the garbage collector.
+func (o *outbox) recycleLocked(l logged) {
+	if l.reader == o.reader {
+		tool.RecycleProgressBuffer(l.ev.Progress.Output)
+		l.ev.Progress.Output = nil
+	}
+}
+
+// emptyLogLocked drops the log of a closed outbox whose last event has
+// been taken: nothing is replayed after the end, and the reader asking
+// for more has sent what it took.
+func (o *outbox) emptyLogLocked() {
+	for _, l := range o.log {
+		if l.ev.Progress != nil {
+			o.recycleLocked(l)
+		}
+	}
+	o.log, o.logBytes, o.logProgress = nil, 0, 0
 }
 
 // numbered assigns ev the next sequence number at once, bypassing pending
@@ -444,9 +510,9 @@ func (o *outbox) replay(after uint64) ([]*Event, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var out []*Event
-	for _, ev := range o.log {
-		if ev.Seq > after {
-			out = append(out, ev)
+	for _, l := range o.log {
+		if l.ev.Seq > after {
+			out = append(out, l.ev)
 		}
 	}
 	return out, after >= o.lostUpTo

@@ -391,3 +391,111 @@ func TestOutboxReaderThatIsGoneTakesNothing(t *testing.T) {
 		t.Fatalf("the next reader got %+v, %v; want the event, numbered 1", ev, err)
 	}
 }
+
+// fullProgress is a progress event whose output fills one of the tools'
+// progress buffers, each byte set to fill.
+func fullProgress(id string, fill byte) *Event {
+	b := tool.ProgressBuffer()[:tool.ProgressBufferSize]
+	for i := range b {
+		b[i] = fill
+	}
+	return &Event{Time: time.Now(), Progress: &Progress{ToolUseID: id, Output: b}}
+}
+
+// takeProgress pushes and takes n full progress events of call id; the
+// taken events are returned.
+func takeProgress(t *testing.T, o *outbox, id string, n int) []*Event {
+	t.Helper()
+	var evs []*Event
+	for i := range n {
+		o.pushProgress(fullProgress(id, byte(i)))
+		ev, err := o.next(context.Background())
+		if err != nil || ev.Progress == nil {
+			t.Fatalf("progress %d: %s, %v", i, describe(ev), err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// A progress buffer goes back to the tools once its event has left the
+// log, when the reader that took the event is still the one taking
+// events; events another reader took keep their output.
+func TestOutboxRecyclesTheBuffersOfItsReader(t *testing.T) {
+	o := newOutbox(0, false)
+	perLog := maxLogBytes / (tool.ProgressBufferSize + 256) // events the log holds
+	o.attach()
+	first := takeProgress(t, o, "a", 4) // taken by the first reader
+	o.attach()                          // a second one: the first is gone
+	second := takeProgress(t, o, "a", 2*perLog)
+	o.mu.Lock()
+	logged, bytes := len(o.log), o.logBytes
+	o.mu.Unlock()
+	if logged != perLog || bytes > maxLogBytes {
+		t.Fatalf("log holds %d events (%d bytes), want %d within %d bytes", logged, bytes, perLog, maxLogBytes)
+	}
+	for i, ev := range first {
+		if len(ev.Progress.Output) != tool.ProgressBufferSize || ev.Progress.Output[0] != byte(i) {
+			t.Fatalf("event %d of the first reader lost its output when trimmed: it may still be sending it", i)
+		}
+	}
+	for i, ev := range second {
+		trimmed := i < len(second)-perLog
+		if recycled := ev.Progress.Output == nil; recycled != trimmed {
+			t.Fatalf("event %d of %d of the current reader: recycled %v, want %v (trimmed from the log)", i, len(second), recycled, trimmed)
+		}
+		if !trimmed && ev.Progress.Output[tool.ProgressBufferSize-1] != byte(i) {
+			t.Fatalf("event %d, still logged, holds another event's bytes", i)
+		}
+	}
+	// Once the outbox is closed and drained, nothing is replayed any more:
+	// the reader's buffers go back too.
+	o.close()
+	if _, err := o.next(context.Background()); err != ErrSessionClosed {
+		t.Fatalf("next after close: %v", err)
+	}
+	for i, ev := range second[len(second)-perLog:] {
+		if ev.Progress.Output != nil {
+			t.Fatalf("logged event %d kept its buffer after the end", i)
+		}
+	}
+	if evs, _ := o.replay(0); len(evs) != 0 {
+		t.Fatalf("replay after the end: %d events", len(evs))
+	}
+}
+
+// Output that fills less than half of its progress buffer is logged in
+// a slice of its own size, so that a call printing a line now and then
+// does not keep a whole buffer in the log for each line.
+func TestOutboxLogsSmallOutputCompactly(t *testing.T) {
+	o := newOutbox(0, false)
+	out := append(tool.ProgressBuffer(), "line 1\n"...)
+	o.pushProgress(&Event{Progress: &Progress{ToolUseID: "a", Output: out}})
+	ev, err := o.next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ev.Progress.Output; string(got) != "line 1\n" || tool.IsProgressBuffer(got) {
+		t.Fatalf("logged output %q with capacity %d, want %q in a slice of its own", got, cap(got), "line 1\n")
+	}
+	o.mu.Lock()
+	bytes := o.logBytes
+	o.mu.Unlock()
+	if bytes > 256+64 {
+		t.Fatalf("the log counts %d bytes for one line of progress", bytes)
+	}
+	// Output that fills most of its buffer stays in it, uncopied, and the
+	// log counts the whole buffer: that is the memory it keeps.
+	most := tool.ProgressBuffer()[:3*tool.ProgressBufferSize/4]
+	o.pushProgress(&Event{Progress: &Progress{ToolUseID: "a", Output: most}})
+	if ev, err = o.next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	o.mu.Lock()
+	added := o.logBytes - bytes
+	o.mu.Unlock()
+	if !tool.IsProgressBuffer(ev.Progress.Output) || added != 256+tool.ProgressBufferSize {
+		t.Fatalf("three quarters of a buffer: logged in a buffer %v, counted as %d bytes; want the buffer, counted whole (%d)",
+			tool.IsProgressBuffer(ev.Progress.Output), added, 256+tool.ProgressBufferSize)
+	}
+}

@@ -512,6 +512,7 @@ func (s *Session) Attach(ctx context.Context, resumed bool, after uint64) (hello
 	}
 	s.attachGen++
 	readCtx, s.detach = context.WithCancel(ctx)
+	s.out.attach()
 	complete = true
 	if resumed {
 		replay, complete = s.out.replay(after)

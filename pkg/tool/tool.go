@@ -114,7 +114,10 @@ type Call struct {
 // Progress is incremental output of a running call.
 type Progress struct {
 	// Output is new output since the last Progress (may be empty: a
-	// heartbeat that only moves Elapsed).
+	// heartbeat that only moves Elapsed). It passes to the executor with
+	// the report, which may write into its spare capacity and, when it
+	// came from ProgressBuffer, reuse it: the tool must not touch it
+	// afterwards.
 	Output []byte
 	// Elapsed is the time since the call started.
 	Elapsed time.Duration

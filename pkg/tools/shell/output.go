@@ -20,11 +20,15 @@ import (
 const (
 	previewBytes   = 2000 // preview of persisted output
 	errorKeepChars = 5000 // head and tail of an over-long error
+	// tailKeep is how much of the end of a long output the result keeps
+	// beside its head: errorKeepChars runes of up to 4 bytes, with room for
+	// trailing blank lines, which are trimmed.
+	tailKeep       = 64 << 10
 	heartbeatEvery = time.Second
-	readChunk      = 256 << 10 // one read from the output pipe
-	pipeSize       = 1 << 20   // the output pipe's buffer, where the kernel allows it
-	flushPending   = 64 << 10  // unsent bytes that make progress go out before the tick
-	progressChunk  = 256 << 10 // output carried by one progress report at most
+	readChunk      = 256 << 10               // one read from the output pipe
+	pipeSize       = 1 << 20                 // the output pipe's buffer, where the kernel allows it
+	flushPending   = 64 << 10                // unsent bytes that make progress go out before the tick
+	progressChunk  = tool.ProgressBufferSize // output carried by one progress report at most
 	// drainLimit bounds how long a finished command's Result waits for
 	// progress that lags behind its output; what is still unsent then is
 	// reported as dropped.
@@ -189,7 +193,7 @@ func (c *capture) handOff(f *os.File) {
 		}
 	}
 	c.sink = f
-	c.unsent = nil
+	c.dropUnsentLocked()
 }
 
 // spillLocked creates the output file and writes the head to it, which at
@@ -240,25 +244,34 @@ func (c *capture) closeFile() {
 func (c *capture) keepUnsentLocked(b []byte) {
 	switch {
 	case c.fileErr != nil:
-		c.unsent = nil
+		c.dropUnsentLocked()
 	case c.unsent == nil && c.total == c.sent && c.total >= uint64(c.headCap) && len(b) <= progressChunk:
 		// (Below headCap part of b goes to the head, which progress reads
 		// first.)
-		c.unsent = append(make([]byte, 0, progressChunk), b...)
+		c.unsent = append(tool.ProgressBuffer(), b...)
 	case c.unsent != nil && len(c.unsent)+len(b) <= progressChunk:
 		c.unsent = append(c.unsent, b...)
 	default:
-		c.unsent = nil
+		c.dropUnsentLocked()
 	}
 }
 
-// next returns up to limit output bytes not yet handed to progress, how
-// many it had to skip (the output file could not be written or read), and
-// the totals. It copies: the bytes are the caller's.
+// dropUnsentLocked forgets the copy of the unsent bytes; progress reads
+// them back from the file instead.
+func (c *capture) dropUnsentLocked() {
+	tool.RecycleProgressBuffer(c.unsent)
+	c.unsent = nil
+}
+
+// next returns up to limit output bytes not yet handed to progress (and
+// at most tool.ProgressBufferSize), how many it had to skip (the output
+// file could not be written or read), and the totals. The bytes are the
+// caller's: a copy, in a tool.ProgressBuffer unless they came from the
+// head.
 func (c *capture) next(limit int) (out []byte, dropped, lines, total uint64) {
 	c.mu.Lock()
 	from, lines, total := c.sent, c.lines, c.total
-	n := int(min(total-from, uint64(limit)))
+	n := int(min(total-from, uint64(min(limit, tool.ProgressBufferSize))))
 	if n == 0 {
 		c.mu.Unlock()
 		return nil, 0, lines, total
@@ -276,7 +289,7 @@ func (c *capture) next(limit int) (out []byte, dropped, lines, total uint64) {
 		c.mu.Unlock()
 		return out, 0, lines, total
 	}
-	c.unsent = nil // the rest comes from the file
+	c.dropUnsentLocked() // the rest comes from the file
 	f, ferr := c.file, c.fileErr
 	if f == nil || ferr != nil {
 		c.sent = total
@@ -289,7 +302,7 @@ func (c *capture) next(limit int) (out []byte, dropped, lines, total uint64) {
 	// the process's output is not held up meanwhile.
 	// Room to spare lets the outbox merge the next chunk into this one
 	// without copying it again.
-	out = make([]byte, n, max(n, progressChunk))
+	out = tool.ProgressBuffer()[:n]
 	k, _ := f.ReadAt(out, int64(from)) // short only if the file was cut behind our back
 	return out[:k], uint64(n - k), lines, total
 }
@@ -301,7 +314,7 @@ func (c *capture) skipUnsent() uint64 {
 	defer c.mu.Unlock()
 	n := c.total - c.sent
 	c.sent = c.total
-	c.unsent = nil
+	c.dropUnsentLocked()
 	return n
 }
 
@@ -319,12 +332,19 @@ func (c *capture) snapshot() snapshot {
 	defer c.mu.Unlock()
 	var tail []byte
 	if c.tailFile {
-		n := min(uint64(c.tailCap), c.total-uint64(len(c.head)))
+		n := min(uint64(min(c.tailCap, tailKeep)), c.total-uint64(len(c.head)))
 		tail = make([]byte, n)
 		k, _ := c.file.ReadAt(tail, int64(c.total-n))
 		tail = tail[:k]
 	} else {
-		tail = append(append([]byte(nil), c.tail[c.tailPos:]...), c.tail[:c.tailPos]...)
+		// The ring's last bytes: those before tailPos, and before them
+		// those from its end.
+		n := min(len(c.tail), tailKeep)
+		if n <= c.tailPos {
+			tail = append([]byte(nil), c.tail[c.tailPos-n:c.tailPos]...)
+		} else {
+			tail = append(append([]byte(nil), c.tail[len(c.tail)-(n-c.tailPos):]...), c.tail[:c.tailPos]...)
+		}
 	}
 	s := snapshot{head: c.head, total: c.total}
 	if uint64(len(c.head)+len(tail)) < c.total {

@@ -170,3 +170,41 @@ func TestProgressKeepsPipeReads(t *testing.T) {
 		c.closeFile()
 	}
 }
+
+// TestSnapshotKeepsTheEnd checks the end of a long output the result
+// gets beside the head: the last tailKeep bytes, from the output file or,
+// when there is none, from the ring kept in memory, whatever the sizes of
+// the reads that filled it.
+func TestSnapshotKeepsTheEnd(t *testing.T) {
+	for _, withFile := range []bool{true, false} {
+		const memory = 1 << 20
+		dir := t.TempDir()
+		c := newCapture(memory, 100<<10, func() (*os.File, error) {
+			if !withFile {
+				return nil, errors.New("no space left on device")
+			}
+			return os.CreateTemp(dir, "out")
+		})
+		r := &patternReader{size: 3*memory + 12345, rng: rand.New(rand.NewPCG(1, 2))}
+		data := make([]byte, 0, r.size)
+		buf := make([]byte, 100<<10)
+		for {
+			n, err := r.Read(buf)
+			c.write(buf[:n])
+			data = append(data, buf[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		s := c.snapshot()
+		switch {
+		case !s.gap || s.total != uint64(len(data)):
+			t.Errorf("file %v: gap %v, total %d; want a gap in %d bytes", withFile, s.gap, s.total, len(data))
+		case !bytes.Equal(s.head, data[:len(s.head)]):
+			t.Errorf("file %v: the head is not the start of the output", withFile)
+		case len(s.tail) != tailKeep || !bytes.Equal(s.tail, data[len(data)-tailKeep:]):
+			t.Errorf("file %v: a tail of %d bytes that is not the end of the output, want its last %d", withFile, len(s.tail), tailKeep)
+		}
+		c.closeFile()
+	}
+}

@@ -353,11 +353,14 @@ func TestLargeOutput(t *testing.T) {
 	}
 }
 
+// An over-long error shows its first and last 5000 characters, whether
+// the output fits in the memory kept for it (100 kB) or not (1 MB: the
+// end comes from the output file, or from the ring kept beside the head).
 func TestLargeErrorOutput(t *testing.T) {
-	for _, memory := range []int{0, 64 << 10} {
-		t.Run(fmt.Sprintf("memory %d", memory), func(t *testing.T) {
-			s := newSession(t, tool.Limits{MaxOutputMemory: memory})
-			res := s.bash(t, "seq 1 20000 | head -c 100000 >&2; exit 1")
+	for _, c := range []struct{ memory, size int }{{0, 100000}, {64 << 10, 100000}, {0, 1000000}, {1 << 20, 1000000}} {
+		t.Run(fmt.Sprintf("memory %d size %d", c.memory, c.size), func(t *testing.T) {
+			s := newSession(t, tool.Limits{MaxOutputMemory: c.memory})
+			res := s.bash(t, fmt.Sprintf("seq 1 200000 | head -c %d >&2; exit 1", c.size))
 			got := res.TextContent()
 			re := regexp.MustCompile(`(?s)^(Exit code 1\n.*)\n\n\.\.\. \[(\d+) characters truncated\] \.\.\.\n\n(.*)$`)
 			m := re.FindStringSubmatch(got)
@@ -374,7 +377,7 @@ func TestLargeErrorOutput(t *testing.T) {
 			if want := fmt.Sprint(len("Exit code 1\n") + len(strings.TrimRight(string(full), "\n")) - 10000); m[2] != want {
 				t.Errorf("truncated count %s, want %s", m[2], want)
 			}
-			if !res.IsError || len(full) != 100000 {
+			if !res.IsError || len(full) != c.size {
 				t.Errorf("error %v, file %d bytes", res.IsError, len(full))
 			}
 		})
