@@ -377,6 +377,7 @@ func progressLoop(c *capture, report func(tool.Progress), interval time.Duration
 			}
 			if !deadline.IsZero() && time.Now().After(deadline) {
 				dropped += uint64(len(out)) + c.skipUnsent()
+				tool.RecycleProgressBuffer(out)
 				out = nil
 			}
 			report(tool.Progress{Output: out, Dropped: dropped, Elapsed: time.Since(start), TotalLines: lines, TotalBytes: total})
