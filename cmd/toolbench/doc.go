@@ -35,17 +35,23 @@
 // held, and toolbench checks it). Divided by their target's floor they are
 // the best any executor could score on the machine that day, and the best
 // one that keeps the whole output; the "bounds" table prints that and each
-// toolsvc figure against its reference.
+// toolsvc figure against its reference. A fourth, ref_grpc_abort_sleep, is
+// the least an abort can cost: the bare server starts `bash -c 'sleep 30'`
+// when asked, toolbench waits for the sleep in /proc as it does for
+// toolsvc's, and on the abort message the server sends SIGKILL and answers
+// at once, reaping in a goroutine. The abort's goal is a time, so its bound
+// is that median against the goal itself.
 //
-// The gRPC floors, the references and the head reference are measured twice:
-// over gRPC's defaults, and tuned as for bulk output (HTTP/2 stream and
-// connection windows of 4 and 16 MiB, 256 KiB read and write buffers on both
-// ends, 256 KiB stream messages, the command's stdout pipe enlarged to 1 MiB
-// with F_SETPIPE_SZ and read 256 KiB at a time). The tuned ids end in
-// "_tuned"; the echo server listens on a second port for them. Targets and
-// bounds are computed against both. An executor may tune its own transport,
-// so a target over an untuned floor gets a bound from each reference, and
-// it is out of every executor's reach only when both references miss it.
+// The gRPC floors, the Read and stream references and the head reference are
+// measured twice: over gRPC's defaults, and tuned as for bulk output (HTTP/2
+// stream and connection windows of 4 and 16 MiB, 256 KiB read and write
+// buffers on both ends, 256 KiB stream messages, the command's stdout pipe
+// enlarged to 1 MiB with F_SETPIPE_SZ and read 256 KiB at a time). The tuned
+// ids end in "_tuned"; the echo server listens on a second port for them.
+// Targets and bounds are computed against both. An executor may tune its own
+// transport, so a target over an untuned floor gets a bound from each
+// reference, and it is out of every executor's reach only when both
+// references miss it.
 //
 // After the rounds, the sessions figure opens 10, 100 and 500 sessions
 // (--sessions) on each toolsvc and has every one send Reads of the 1 KiB
@@ -63,7 +69,7 @@
 // its temporary directory when done. It is a measuring tool, not a test:
 // it prints whether each target is met but exits 0 either way.
 //
-// Why one package of this size (about 2,100 lines): each figure comes with
+// Why one package of this size (about 3,100 lines): each figure comes with
 // the floor and reference it is compared with, and all of them share the
 // runs, the statistics and the report.
 package main

@@ -84,7 +84,8 @@ func (t transport) setPipeSize(f *os.File) error {
 // file's lines, numbered; ExecFlood runs `head -c N /dev/zero` and sends its
 // stdout as it is read; ExecFloodSaved also writes every byte to a file
 // before sending it, as a Bash call keeps its whole output for the model to
-// read.
+// read. Abort is the least an abort can cost: it starts `sleep 30` when
+// asked and kills it when told to.
 //
 // The service's implementation value is the server's transport: Flood and
 // ExecFlood size their messages, pipe and reads by it.
@@ -97,6 +98,7 @@ var echoService = grpc.ServiceDesc{
 		{StreamName: "ReadFile", ServerStreams: true, ClientStreams: true, Handler: serveReadFile},
 		{StreamName: "ExecFlood", ServerStreams: true, Handler: serveExecFlood},
 		{StreamName: "ExecFloodSaved", ServerStreams: true, Handler: serveExecFloodSaved},
+		{StreamName: "Abort", ServerStreams: true, ClientStreams: true, Handler: serveAbort},
 	},
 }
 
@@ -107,6 +109,7 @@ const (
 	methodReadFile
 	methodExecFlood
 	methodExecFloodSaved
+	methodAbort
 )
 
 // methodName is the full gRPC method name of echoService's stream i.
@@ -298,6 +301,86 @@ func execFlood(srv any, stream grpc.ServerStream, save *os.File) error {
 	return cmd.Wait()
 }
 
+// Messages of the Abort stream: the client sends abortStart and gets
+// abortStarted and the process id, then sends abortKill and gets
+// abortKilled.
+const (
+	abortStart   = "start"
+	abortStarted = "started "
+	abortKill    = "abort"
+	abortKilled  = "aborted"
+)
+
+// serveAbort starts `bash -c 'sleep 30'` (bash runs sleep in its own
+// process) with its output going to a pipe it reads, as a tool's would,
+// for each abortStart, and answers with its pid once started. On abortKill
+// it sends the process SIGKILL and answers at once; a goroutine reaps it.
+// That is all an executor must do between an abort and its result, and
+// what toolsvc does too: it answers once its kill is sent, without waiting
+// for the reaping.
+func serveAbort(_ any, stream grpc.ServerStream) error {
+	var running *os.Process
+	defer func() {
+		if running != nil {
+			_ = running.Kill()
+		}
+	}()
+	for {
+		m := new(wrapperspb.StringValue)
+		if err := stream.RecvMsg(m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		var answer string
+		switch {
+		case m.GetValue() == abortStart && running == nil:
+			p, err := startSleep()
+			if err != nil {
+				return err
+			}
+			running, answer = p, abortStarted+strconv.Itoa(p.Pid)
+		case m.GetValue() == abortKill && running != nil:
+			if err := running.Kill(); err != nil {
+				return fmt.Errorf("kill sleep: %w", err)
+			}
+			running, answer = nil, abortKilled
+		default:
+			return fmt.Errorf("abort stream: unexpected %q (a process running: %v)", m.GetValue(), running != nil)
+		}
+		if err := stream.SendMsg(wrapperspb.String(answer)); err != nil {
+			return err
+		}
+	}
+}
+
+// startSleep starts `bash -c 'sleep 30'` in the server's TMPDIR, with
+// stdout and stderr on a pipe that a goroutine reads to its end, and reaps
+// the process in another. The process dies with the server.
+func startSleep() (*os.Process, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("/bin/bash", "-c", "sleep 30")
+	cmd.Dir = os.TempDir()
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("start sleep: %w", err)
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, r)
+		r.Close()
+	}()
+	go func() { _ = cmd.Wait() }()
+	return cmd.Process, nil
+}
+
 // runEchoServer serves echoService twice on free loopback ports, with the
 // untuned and the tuned transport, prints "listening ADDR TUNED-ADDR" on
 // stdout, and stops on SIGTERM or SIGINT.
@@ -411,6 +494,42 @@ func (r *readFileStream) roundTrip() (time.Duration, error) {
 	}
 	if len(got.GetValue()) < 1024 {
 		return 0, fmt.Errorf("read-file answered %d bytes, want the 1 KiB file numbered: %.100q", len(got.GetValue()), got.GetValue())
+	}
+	return took, nil
+}
+
+// abortStream is an open Abort stream of the echo server.
+type abortStream struct{ *bidiStream }
+
+func openAbort(ctx context.Context, conn *grpc.ClientConn) (*abortStream, error) {
+	b, err := openBidi(ctx, conn, methodAbort)
+	if err != nil {
+		return nil, err
+	}
+	return &abortStream{b}, nil
+}
+
+// abortOnce has the server, process serverPid, start `sleep 30`, waits
+// until sleep runs below it, found in /proc as the toolsvc figure finds
+// its sleep (so that both wait alike before the abort, and their servers
+// sit idle as long), and times the abort to its answer.
+func (a *abortStream) abortOnce(ctx context.Context, serverPid int) (time.Duration, error) {
+	got := new(wrapperspb.StringValue)
+	if _, err := a.exchange(wrapperspb.String(abortStart), got); err != nil {
+		return 0, fmt.Errorf("start sleep: %w", err)
+	}
+	if _, ok := strings.CutPrefix(got.GetValue(), abortStarted); !ok {
+		return 0, fmt.Errorf("abort stream answered %q to %q", got.GetValue(), abortStart)
+	}
+	if err := waitDescendant(ctx, serverPid, "sleep"); err != nil {
+		return 0, err
+	}
+	took, err := a.exchange(wrapperspb.String(abortKill), got)
+	if err != nil {
+		return 0, fmt.Errorf("abort sleep: %w", err)
+	}
+	if got.GetValue() != abortKilled {
+		return 0, fmt.Errorf("abort stream answered %q to %q", got.GetValue(), abortKill)
 	}
 	return took, nil
 }

@@ -216,7 +216,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			return err
 		}
 		closers = append(closers, func() error { readFile.close(); return nil })
-		figs = append(figs, floorFigures(p, t, echo.cmd.Process.Pid, ping, readFile, conn)...)
+		var abort *abortStream
+		if !t.tuned {
+			if abort, err = openAbort(ctx, conn); err != nil {
+				return err
+			}
+			closers = append(closers, func() error { abort.close(); return nil })
+		}
+		figs = append(figs, floorFigures(p, t, echo.cmd.Process.Pid, ping, readFile, abort, conn)...)
 	}
 
 	for _, sb := range o.sandboxes {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,7 +85,7 @@ func checkNoSurvivors(t *testing.T, binDir string, dirs ...string) {
 
 var allIDs = []string{
 	"floor_grpc_pingpong", "floor_exec_bash_true", "floor_exec_bash_true_x32", "floor_exec_bash_true_idle", "floor_grpc_stream_64mib", "floor_exec_head_64mib",
-	refRead, refStream, refStreamSaved,
+	refRead, refStream, refStreamSaved, refAbort,
 	"floor_grpc_pingpong_tuned", "floor_grpc_stream_64mib_tuned", "floor_exec_head_64mib_tuned", refRead + tunedSuffix, refStream + tunedSuffix, refStreamSaved + tunedSuffix,
 	"read_1kib/none", "read_1kib_folded/none", "bash_true/none", "bash_true_idle/none", "bash_true_x32/none", "bash_stream_64mib/none", "abort_sleep/none", "abort_start/none", "startup_serving/none",
 	"read_1kib/landlock", "read_1kib_folded/landlock", "bash_true/landlock", "bash_true_idle/landlock", "bash_true_x32/landlock", "bash_stream_64mib/landlock", "abort_sleep/landlock", "abort_start/landlock", "startup_serving/landlock",
@@ -159,9 +160,10 @@ func TestToolbench(t *testing.T) {
 	}
 	// Read and stream, each over the untuned floor by both references and
 	// over the tuned floor by the tuned one; the stream also by the
-	// references that keep the output, the same way.
-	if len(rep.Bounds) != 9 {
-		t.Errorf("--json has %d bounds, want 9 (Read and stream: untuned floor by both references, tuned by the tuned one; the stream again by the saving references): %+v", len(rep.Bounds), rep.Bounds)
+	// references that keep the output, the same way; the abort by its one
+	// reference against the goal itself.
+	if len(rep.Bounds) != 10 {
+		t.Errorf("--json has %d bounds, want 10 (Read and stream: untuned floor by both references, tuned by the tuned one; the stream again by the saving references; the abort): %+v", len(rep.Bounds), rep.Bounds)
 	}
 	saving := 0
 	for _, b := range rep.Bounds {
@@ -312,6 +314,43 @@ func TestBounds(t *testing.T) {
 	}
 }
 
+// TestAbortBound checks the abort's bound: its goal is a time, so the
+// reference's median is compared with the goal itself.
+func TestAbortBound(t *testing.T) {
+	for _, c := range []struct {
+		ref       float64
+		reachable bool
+		why       string
+	}{{400, true, ""}, {600, false, "no executor can meet the goal here"}} {
+		sums := []Summary{
+			{ID: refAbort, N: 1, Median: c.ref, Unit: "µs"},
+			{ID: "abort_sleep/none", N: 1, Median: 1200, Unit: "µs"},
+		}
+		got := bounds(sums, []string{"none", "landlock"})
+		if len(got) != 1 {
+			t.Fatalf("reference at %v µs: %d bounds, want 1: %+v", c.ref, len(got), got)
+		}
+		b := got[0]
+		if b.Reference != refAbort || b.Floor != "" || b.Value != c.ref || b.Unit != "µs" || b.Goal != "< 500 µs" ||
+			b.Reachable != c.reachable || b.FigureToReference["abort_sleep/none"] != 1200/c.ref || len(b.FigureToReference) != 1 {
+			t.Errorf("abort bound = %+v, want the reference's %v µs against < 500 µs, reachable %v, the figure at %vx it",
+				b, c.ref, c.reachable, 1200/c.ref)
+		}
+		if !c.reachable {
+			if why := unreachable(got, b); why != c.why {
+				t.Errorf("abort bound: %q, want %q", why, c.why)
+			}
+		}
+		var out bytes.Buffer
+		if err := writeText(&out, &Report{Bounds: got}); err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("%s  %g µs  < 500 µs", refAbort, c.ref); !strings.Contains(out.String(), want) {
+			t.Errorf("the bounds table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 // TestSavedBounds checks the stream's bounds from the references that keep
 // the whole output: they are judged among themselves, so a faster
 // reference that keeps nothing does not make their goal look reachable.
@@ -352,8 +391,8 @@ func TestSavedBounds(t *testing.T) {
 }
 
 // TestReferences serves the echo service on loopback and checks what the
-// reference methods answer: the file's lines numbered, and exactly the
-// bytes head was asked for.
+// reference methods answer: the file's lines numbered, exactly the bytes
+// head was asked for, and a sleep that an abort kills.
 func TestReferences(t *testing.T) {
 	for _, tr := range []transport{untuned, tuned} {
 		t.Run(fmt.Sprintf("tuned=%v", tr.tuned), func(t *testing.T) { testReferences(t, tr) })
@@ -418,6 +457,46 @@ func testReferences(t *testing.T, tr transport) {
 	took, n, err := headOnce(t.Context(), tr)
 	if err != nil || n != streamBytes || took <= 0 {
 		t.Errorf("head: %v, %d bytes, %v; want %d bytes", took, n, err, streamBytes)
+	}
+	testAbortReference(t, conn)
+}
+
+// testAbortReference checks that the Abort stream starts a sleep below
+// this process, which serves it, and that its abort kills the sleep, and
+// that a message out of turn ends the stream.
+func testAbortReference(t *testing.T, conn *grpc.ClientConn) {
+	a, err := openAbort(t.Context(), conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	if took, err := a.abortOnce(t.Context(), os.Getpid()); err != nil || took <= 0 {
+		t.Fatalf("abortOnce: %v, %v", took, err)
+	}
+	got := new(wrapperspb.StringValue)
+	if _, err := a.exchange(wrapperspb.String(abortStart), got); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(got.GetValue(), abortStarted))
+	if err != nil {
+		t.Fatalf("answer to %q: %q", abortStart, got.GetValue())
+	}
+	if _, err := a.exchange(wrapperspb.String(abortKill), got); err != nil || got.GetValue() != abortKilled {
+		t.Fatalf("abort: %q, %v", got.GetValue(), err)
+	}
+	// Killed, then reaped by the server: its /proc entry goes.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still exists 10s after its abort", pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := a.exchange(wrapperspb.String(abortKill), got); err == nil {
+		t.Errorf("an abort with nothing running was answered %q, want the stream to fail", got.GetValue())
 	}
 }
 

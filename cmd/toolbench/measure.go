@@ -102,11 +102,13 @@ func share(n, rounds, r int) int {
 }
 
 // floorFigures returns the floors (bare gRPC against the echo server, bare
-// os/exec spawns) and the references (the least a Read and a Bash stream
-// can do, served by the echo server) over transport t. The tuned transport
-// gives the gRPC floors, the references and the head reference only, with
-// "_tuned" appended to their ids; spawns do not depend on it.
-func floorFigures(p plan, t transport, echoPid int, ping *pingStream, readFile *readFileStream, echo *grpc.ClientConn) []*figure {
+// os/exec spawns) and the references (the least a Read, a Bash stream and
+// an abort can do, served by the echo server) over transport t. The tuned
+// transport gives the gRPC floors, the Read and stream references and the
+// head reference only, with "_tuned" appended to their ids; spawns do not
+// depend on it, nor does an abort's one small message each way (abort is
+// nil then).
+func floorFigures(p plan, t transport, echoPid int, ping *pingStream, readFile *readFileStream, abort *abortStream, echo *grpc.ClientConn) []*figure {
 	id, note := func(s string) string { return s }, ""
 	if t.tuned {
 		id = func(s string) string { return s + tunedSuffix }
@@ -157,7 +159,12 @@ func floorFigures(p plan, t transport, echoPid int, ping *pingStream, readFile *
 				return d, 0, err
 			}},
 		&figure{id: "floor_exec_bash_true_idle", label: "floor: os/exec `bash -c true` 100 ms after the one before, output captured", unit: latency, n: p.idleN, warm: 1,
-			sample: afterIdle(bashTrueSample)})
+			sample: afterIdle(bashTrueSample)},
+		&figure{id: refAbort, label: "reference: bare gRPC ping-pong, the server kills the `sleep 30` it started (seen in /proc) and answers; a goroutine reaps it", unit: latency, n: p.n, warm: p.warm, pids: []int{echoPid},
+			sample: func(ctx context.Context) (time.Duration, int64, error) {
+				d, err := abort.abortOnce(ctx, echoPid)
+				return d, 0, err
+			}})
 }
 
 // bashTrueSample takes one sample of the os/exec `bash -c true` floor.
@@ -278,6 +285,7 @@ const (
 	refRead        = "ref_grpc_read_1kib"
 	refStream      = "ref_grpc_exec_stream_64mib"
 	refStreamSaved = "ref_grpc_exec_stream_64mib_saved"
+	refAbort       = "ref_grpc_abort_sleep"
 )
 
 // tunedSuffix ends the id of a floor or reference measured over the tuned
