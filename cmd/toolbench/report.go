@@ -413,10 +413,10 @@ func writeText(w io.Writer, r *Report) error {
 	}
 
 	if len(r.Bounds) > 0 {
-		fmt.Fprintln(bw, "\nbounds (the least implementation of the figure, no executor around it, against the same floor or, for the abort, the goal")
-		fmt.Fprintln(bw, " itself; an executor may tune its")
-		fmt.Fprintln(bw, " transport, so a goal over an untuned floor is within reach when either reference meets it; a reference ending in _saved")
-		fmt.Fprintln(bw, " or _saved_tuned also writes every byte to a file, as a Bash call keeps its whole output for the model to read)")
+		fmt.Fprintln(bw, "\nbounds (the least implementation of the figure, no executor around it, against the same floor, or for the abort against")
+		fmt.Fprintln(bw, " the goal itself; an executor may tune its transport, so a goal over an untuned floor is within reach when either reference")
+		fmt.Fprintln(bw, " meets it; a reference ending in _saved or _saved_tuned also writes every byte to a file, as a Bash call keeps its whole")
+		fmt.Fprintln(bw, " output for the model to read)")
 		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "target\treference\tvalue\tgoal\treachable\tfigure / reference")
 		for _, b := range r.Bounds {
