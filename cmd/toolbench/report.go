@@ -191,17 +191,24 @@ type target struct {
 	saved string
 }
 
-// met reports whether ratio v meets t's goal.
+// met reports whether v meets t's goal: a ratio, or for an absolute goal
+// (no floor) a median.
 func (t target) met(v float64) bool {
-	if t.atLeast {
+	switch {
+	case t.floor == "":
+		return v < t.goal
+	case t.atLeast:
 		return v >= t.goal
 	}
 	return v <= t.goal
 }
 
-// goalText states t's goal for a ratio.
-func (t target) goalText() string {
-	if t.atLeast {
+// goalText states t's goal; unit is the figure's, for an absolute goal.
+func (t target) goalText(unit string) string {
+	switch {
+	case t.floor == "":
+		return fmt.Sprintf("< %g %s", t.goal, unit)
+	case t.atLeast:
 		return fmt.Sprintf(">= %gx", t.goal)
 	}
 	return fmt.Sprintf("<= %gx", t.goal)
@@ -235,8 +242,7 @@ func evaluate(sums []Summary, sandboxes []string) ([]Ratio, []Confinement) {
 			r := Ratio{Target: t.name + " (sandbox " + sb + ")", Issue: t.issue, Figure: fig.ID}
 			if t.floor == "" {
 				r.Value, r.Unit = fig.Median, fig.Unit
-				r.Goal = fmt.Sprintf("< %g %s", t.goal, fig.Unit)
-				r.Met = fig.Median < t.goal
+				r.Goal, r.Met = t.goalText(fig.Unit), t.met(fig.Median)
 			} else {
 				fl := byID[t.floor]
 				if fl.N == 0 || fl.Median == 0 {
@@ -244,7 +250,7 @@ func evaluate(sums []Summary, sandboxes []string) ([]Ratio, []Confinement) {
 				}
 				r.Floor, r.Unit = fl.ID, "x"
 				r.Value = fig.Median / fl.Median
-				r.Goal, r.Met = t.goalText(), t.met(r.Value)
+				r.Goal, r.Met = t.goalText("x"), t.met(r.Value)
 			}
 			ratios = append(ratios, r)
 		}
@@ -305,17 +311,14 @@ func bound(t target, ref, fl Summary, byID map[string]Summary, sandboxes []strin
 	if ref.N == 0 || ref.Median == 0 {
 		return Bound{}, false
 	}
-	var b Bound
-	switch {
-	case t.floor == "":
-		b = Bound{Target: t.name, Reference: ref.ID, Value: ref.Median, Unit: ref.Unit, Goal: fmt.Sprintf("< %g %s", t.goal, ref.Unit)}
-		b.Reachable = ref.Median < t.goal
-	case fl.N == 0 || fl.Median == 0:
-		return Bound{}, false
-	default:
-		b = Bound{Target: t.name, Reference: ref.ID, Floor: fl.ID, Value: ref.Median / fl.Median, Unit: "x", Goal: t.goalText()}
-		b.Reachable = t.met(b.Value)
+	b := Bound{Target: t.name, Reference: ref.ID, Value: ref.Median, Unit: ref.Unit}
+	if t.floor != "" {
+		if fl.N == 0 || fl.Median == 0 {
+			return Bound{}, false
+		}
+		b.Floor, b.Value, b.Unit = fl.ID, ref.Median/fl.Median, "x"
 	}
+	b.Goal, b.Reachable = t.goalText(b.Unit), t.met(b.Value)
 	for _, sb := range sandboxes {
 		if fig := byID[t.figure+"/"+sb]; fig.N > 0 {
 			if b.FigureToReference == nil {
@@ -355,6 +358,16 @@ func streamCeiling(head, flood Summary, nproc int) float64 {
 	}
 	wall := time.Duration(cpu / float64(nproc) * float64(time.Millisecond))
 	return mibps(streamBytes, wall)
+}
+
+// valueText prints a target's or a bound's value: a ratio with enough
+// digits that 1.304 does not print as a met 1.30, else a median and its
+// unit.
+func valueText(v float64, unit string) string {
+	if unit == "x" {
+		return fmt.Sprintf("%.3fx", v)
+	}
+	return num(v) + " " + unit
 }
 
 // writeText prints the report as tables.
@@ -402,11 +415,7 @@ func writeText(w io.Writer, r *Report) error {
 		if t.Met {
 			met = "met"
 		}
-		value := num(t.Value) + " " + t.Unit
-		if t.Unit == "x" {
-			value = fmt.Sprintf("%.3fx", t.Value) // enough digits that 1.304 does not print as a met 1.30
-		}
-		fmt.Fprintf(tw, "%s\t#%d\t%s\t%s\t%s\n", t.Target, t.Issue, value, t.Goal, met)
+		fmt.Fprintf(tw, "%s\t#%d\t%s\t%s\t%s\n", t.Target, t.Issue, valueText(t.Value, t.Unit), t.Goal, met)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -428,11 +437,7 @@ func writeText(w io.Writer, r *Report) error {
 			for _, id := range slices.Sorted(maps.Keys(b.FigureToReference)) {
 				rel = append(rel, fmt.Sprintf("%s %.2fx", id, b.FigureToReference[id]))
 			}
-			value := fmt.Sprintf("%.3fx", b.Value)
-			if b.Unit != "x" {
-				value = num(b.Value) + " " + b.Unit
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Target, b.Reference, value, b.Goal, reachable, strings.Join(rel, ", "))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Target, b.Reference, valueText(b.Value, b.Unit), b.Goal, reachable, strings.Join(rel, ", "))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
