@@ -241,14 +241,18 @@ func (d *deployment) headless(workspace string) (string, error) {
 		return "", err
 	}
 	var res struct {
-		Subtype   string `json:"subtype"`
-		Result    string `json:"result"`
-		SessionID string `json:"session_id"`
+		Subtype   string   `json:"subtype"`
+		Result    string   `json:"result"`
+		SessionID string   `json:"session_id"`
+		Errors    []string `json:"errors"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		return "", fmt.Errorf("orchestrator -p printed %q: %w", out, err)
 	}
-	if res.Subtype != "success" || res.Result != spancontract.FinalText || res.SessionID == "" {
+	// A turn can recover from an error (a stream cut keeps the calls that
+	// arrived whole) and still succeed, but then the trace is not the
+	// script's: say so rather than let the trace check guess.
+	if res.Subtype != "success" || res.Result != spancontract.FinalText || res.SessionID == "" || len(res.Errors) > 0 {
 		return "", fmt.Errorf("orchestrator -p result: %s", out)
 	}
 	return res.SessionID, nil
@@ -310,6 +314,9 @@ func converse(addr, sessionID, workspace string) (*orchv1.TurnComplete, error) {
 	}
 	if done == nil {
 		return nil, fmt.Errorf("the stream ended without TurnComplete; errors: %v", errs)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("the turn ended, after errors the script does not make: %v", errs)
 	}
 	return done, nil
 }

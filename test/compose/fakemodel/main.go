@@ -78,13 +78,11 @@ func run(listen string, repeat int) error {
 		Status: http.StatusBadRequest, ErrorType: "invalid_request_error", ErrorMessage: "fakemodel: the script has ended",
 	}, false))
 
-	target, err := url.Parse(fake.URL)
+	handler, err := newProxy(fake.URL)
 	if err != nil {
 		return err
 	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.FlushInterval = -1
-	srv := &http.Server{Addr: listen, Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: listen, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -102,4 +100,28 @@ func run(listen string, repeat int) error {
 		return err
 	}
 	return nil
+}
+
+// newProxy returns a handler that passes every request on to target and
+// streams the answer back as it comes.
+func newProxy(target string) (http.Handler, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.FlushInterval = -1
+	// The fake answers as soon as it has read a request, while the proxy's
+	// transport may still read the inbound body once more, to see that it
+	// ends where its length said. An HTTP/1 handler's body is closed once
+	// its answer starts (golang/go#40747): that last read would fail, and
+	// the transport would drop the connection and cut the answer midway.
+	// Full duplex keeps the body open while the answer streams.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			http.Error(w, "fakemodel: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}), nil
 }
