@@ -310,7 +310,9 @@ type callCgroup struct {
 	unified string
 	v1      []string
 	dirFD   int // unified directory, for CLONE_INTO_CGROUP; -1 if none
-	killFD  int // its cgroup.kill, opened ahead so an abort is one write; -1 if none
+	// freezeFD is its cgroup.freeze, opened ahead so that an abort is one
+	// write; -1 if none. (The kill that follows is not in a hurry.)
+	freezeFD int
 	// v1Tasks are the tasks files of the v1 directories, in the order of
 	// runnerCgroups.v1Home: the spawner thread writes its id to them to
 	// fork the call's first process from inside them.
@@ -323,9 +325,10 @@ type callCgroup struct {
 	populatedFD int // v2 cgroup.events, or v1 cgroup.procs of v1[0]
 	pidsFD      int // pids.events (v2: pids.events.local where there is one)
 	oomFD       int // v2 memory.events, or v1 memory.oom_control
-	// killed: cgroup.kill was written. Such a directory is not reused: a
-	// process cloned into it later (CLONE_INTO_CGROUP) can be killed at
-	// birth, as the kernel compares kill counts of parent and target.
+	// killed: cgroup.kill (or cgroup.freeze) was written. Such a directory
+	// is not reused: a process cloned into it later (CLONE_INTO_CGROUP) can
+	// be killed at birth, as the kernel compares kill counts of parent and
+	// target, or be born frozen.
 	killed atomic.Bool
 }
 
@@ -422,7 +425,7 @@ func (rc *runnerCgroups) trimSpares() {
 // limits.
 func (rc *runnerCgroups) makeCall(limits Limits) (*callCgroup, error) {
 	n := fmt.Sprintf("c%d", rc.seq.Add(1))
-	cc := &callCgroup{key: rc.name + "/" + n, dirFD: -1, killFD: -1, populatedFD: -1, pidsFD: -1, oomFD: -1}
+	cc := &callCgroup{key: rc.name + "/" + n, dirFD: -1, freezeFD: -1, populatedFD: -1, pidsFD: -1, oomFD: -1}
 	fail := func(err error) (*callCgroup, error) {
 		cc.remove()
 		return nil, err
@@ -450,10 +453,9 @@ func (rc *runnerCgroups) makeCall(limits Limits) (*callCgroup, error) {
 		}
 		cc.dirFD = fd
 		// Opening a cgroup file costs tens of microseconds here; an abort
-		// should not wait for it. Kernels before 5.14 have no cgroup.kill:
-		// kill then falls back to its path, and fails as before.
-		if fd, err := unix.Openat(cc.dirFD, "cgroup.kill", unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
-			cc.killFD = fd
+		// should not wait for it.
+		if fd, err := unix.Openat(cc.dirFD, "cgroup.freeze", unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
+			cc.freezeFD = fd
 		}
 	}
 	v1 := func(parent string, dir *string, file, value string, extra ...string) error {
@@ -552,9 +554,9 @@ func (cc *callCgroup) closeFDs() {
 		unix.Close(cc.dirFD)
 		cc.dirFD = -1
 	}
-	if cc.killFD >= 0 {
-		unix.Close(cc.killFD)
-		cc.killFD = -1
+	if cc.freezeFD >= 0 {
+		unix.Close(cc.freezeFD)
+		cc.freezeFD = -1
 	}
 	for _, f := range cc.v1Tasks {
 		f.Close()
@@ -587,10 +589,6 @@ func (cc *callCgroup) end() bool {
 func (cc *callCgroup) kill() bool {
 	if cc.unified != "" {
 		cc.killed.Store(true)
-		if cc.killFD >= 0 {
-			_, err := unix.Write(cc.killFD, []byte("1"))
-			return err == nil
-		}
 		return writeFile(cc.unified, "cgroup.kill", "1") == nil
 	}
 	if len(cc.v1) > 0 {
@@ -598,6 +596,22 @@ func (cc *callCgroup) kill() bool {
 		return true
 	}
 	return false
+}
+
+// freeze stops every process of the call where it is: none runs another
+// instruction of its own until the cgroup is thawed or killed (SIGKILL
+// ends frozen processes too). Freezing asks less of the machine than
+// killing: the processes stop, while a kill runs each one's exit (freeing
+// its memory, closing its files) on some CPU at once. It reports false
+// when the call's directory cannot be frozen; the directory is not reused
+// once it was.
+func (cc *callCgroup) freeze() bool {
+	if cc.freezeFD < 0 {
+		return false
+	}
+	cc.killed.Store(true)
+	_, err := unix.Write(cc.freezeFD, []byte("1"))
+	return err == nil
 }
 
 // waitEmpty waits until no process is left in the call, killing again

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 )
 
 // DisableCgroups makes runners created until the end of t use no cgroup,
@@ -52,3 +53,20 @@ func SpawnerCgroups(r *Runner) ([]byte, error) {
 // CgroupPaths reads a /proc/PID/cgroup listing: the path of each
 // controller, "" for cgroup v2.
 var CgroupPaths = cgroupPaths
+
+// DelayAbortKill sets how long Abort waits between freezing a call and
+// killing it, for the rest of the test.
+func DelayAbortKill(t testing.TB, d time.Duration) {
+	old := abortKillDelay
+	abortKillDelay = d
+	t.Cleanup(func() { abortKillDelay = old })
+}
+
+// CallCgroupDir returns the cgroup v2 directory of p's call, "" if it has
+// none.
+func CallCgroupDir(p *Process) string {
+	if p.cg == nil {
+		return ""
+	}
+	return p.cg.unified
+}

@@ -29,6 +29,12 @@ type Process struct {
 	stdinDone   chan struct{}
 
 	killOnce sync.Once
+	// killMu fences the kill that follows a freeze (killLater) against
+	// waitLoop, which takes the kill over (ended) before the call's
+	// directory can be recycled and its descriptors closed.
+	killMu    sync.Mutex
+	killLater *time.Timer // set when Abort froze the tree
+	ended     bool
 	// aborted: Abort ran while the tree was alive, so processes may still
 	// be forking when waitLoop sweeps for leftovers.
 	aborted atomic.Bool
@@ -64,20 +70,56 @@ func (p *Process) Wait() (exitCode int, err error) {
 	return p.code, p.err
 }
 
-// Abort sends SIGKILL to the whole tree and returns without waiting; Wait
-// (or the runner's Close) sees the reaping through. It is idempotent.
+// abortKillDelay is how long after freezing an aborted call's tree Abort
+// kills it: long enough for the call's Result to be on its way before the
+// processes' exits take CPU time, short enough that the reaping follows
+// soon after. (A variable for the tests.)
+var abortKillDelay = time.Millisecond
+
+// Abort stops the whole tree and returns without waiting: when the call's
+// cgroup can be frozen, every process is frozen at once (none runs another
+// instruction of its own) and killed abortKillDelay later; otherwise each
+// gets SIGKILL at once. Wait (or the runner's Close) sees the reaping
+// through. It is idempotent.
 func (p *Process) Abort() {
 	p.killOnce.Do(func() {
 		p.aborted.Store(true)
+		if p.cg != nil && p.cg.freeze() {
+			p.killMu.Lock()
+			if !p.ended {
+				p.killLater = time.AfterFunc(abortKillDelay, p.killFrozen)
+			}
+			p.killMu.Unlock()
+			return
+		}
 		if p.cg != nil && p.cg.kill() {
 			return
 		}
-		unix.Kill(-p.proc.Pid, unix.SIGKILL)
-		if p.tag != nil {
-			// One pass; waitLoop finishes what forked meanwhile.
-			killMatching(p.tagged)
-		}
+		p.signalTree()
 	})
+}
+
+// signalTree sends SIGKILL to the process group and to every process that
+// carries the call's mark.
+func (p *Process) signalTree() {
+	unix.Kill(-p.proc.Pid, unix.SIGKILL)
+	if p.tag != nil {
+		// One pass; waitLoop finishes what forked meanwhile.
+		killMatching(p.tagged)
+	}
+}
+
+// killFrozen kills the tree Abort froze, unless it was not frozen or
+// waitLoop has taken the kill over. Killing twice is harmless.
+func (p *Process) killFrozen() {
+	p.killMu.Lock()
+	defer p.killMu.Unlock()
+	if p.killLater == nil || p.ended {
+		return
+	}
+	if !p.cg.kill() {
+		p.signalTree()
+	}
 }
 
 // tagged reports whether a process carries the call's group mark.
@@ -87,8 +129,14 @@ func (p *Process) tagged(pi procInfo) bool { return pi.hasGroup(p.tag.ID()) }
 // group or were double-forked away, and waits until it is reaped. It is
 // idempotent.
 func (p *Process) Kill() {
-	p.Abort()
+	p.killNow()
 	<-p.done
+}
+
+// killNow is Abort without the wait between freezing and killing.
+func (p *Process) killNow() {
+	p.Abort()
+	p.killFrozen()
 }
 
 // waitLoop waits for the first process, then ends and reaps the rest of
@@ -96,6 +144,13 @@ func (p *Process) Kill() {
 func (p *Process) waitLoop() {
 	defer p.r.forget(p)
 	awaitExit(p.proc.Pid)
+	// From here on cg.end kills whatever is left, frozen or not.
+	p.killMu.Lock()
+	p.ended = true
+	if p.killLater != nil {
+		p.killLater.Stop()
+	}
+	p.killMu.Unlock()
 	state, err := p.proc.Wait()
 	if err != nil {
 		p.err = err

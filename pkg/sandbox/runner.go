@@ -441,7 +441,7 @@ func (r *Runner) Start(ctx context.Context, c Cmd) (*Process, error) {
 	}
 	go p.waitLoop()
 	if closed {
-		p.Abort()
+		p.killNow()
 	}
 	return p, nil
 }
@@ -598,7 +598,7 @@ func (r *Runner) Close() {
 	}
 	r.mu.Unlock()
 	for _, p := range procs {
-		p.Abort()
+		p.killNow()
 	}
 	r.wg.Wait()
 	r.release()
