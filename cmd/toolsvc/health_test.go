@@ -3,10 +3,13 @@ package main_test
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -91,6 +94,9 @@ func TestHealthFollowsTheDrain(t *testing.T) {
 		return err == nil
 	})
 
+	// Where cgroups can be made (as root) the sessions' calls are in a
+	// directory of the process's own, which must go with it.
+	during := cgroupsOf(t, server.Process.Pid)
 	if err := server.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +128,9 @@ func TestHealthFollowsTheDrain(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("toolsvc did not stop once its last call ended")
+	}
+	if left := cgroupsOf(t, server.Process.Pid); len(left) > 0 {
+		t.Errorf("toolsvc left its cgroup directories behind: %v (while the call ran: %v)", left, during)
 	}
 	// Nobody answers any more: liveness fails too.
 	runHealth(t, "--addr", addr, "--insecure", "--live").check(t, 1, "Unavailable")
@@ -224,4 +233,34 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// cgroupsOf lists the directories toolwire process pid makes in the cgroup
+// hierarchies mounted here (toolwire-<pid> and the runners' below it).
+func cgroupsOf(t *testing.T, pid int) []string {
+	t.Helper()
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "toolwire-" + strconv.Itoa(pid)
+	var found []string
+	for _, line := range strings.Split(string(info), "\n") {
+		fields := strings.Fields(line)
+		sep := slices.Index(fields, "-")
+		if sep < 0 || sep+1 >= len(fields) || (fields[sep+1] != "cgroup" && fields[sep+1] != "cgroup2") {
+			continue
+		}
+		_ = filepath.WalkDir(fields[4], func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			if b := d.Name(); b == name || strings.HasPrefix(b, name+"-") {
+				found = append(found, p)
+				return filepath.SkipDir
+			}
+			return nil
+		})
+	}
+	return found
 }

@@ -62,6 +62,10 @@ func runCall(t *testing.T, stdin string, args ...string) []toolResult {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("toolsvc call: %v\nstderr: %s", err, stderr.String())
 	}
+	// An embedded executor's sessions leave no cgroup directory behind.
+	if left := cgroupsOf(t, cmd.Process.Pid); len(left) > 0 {
+		t.Errorf("toolsvc call left its cgroup directories behind: %v", left)
+	}
 	var rs []toolResult
 	if err := json.Unmarshal(stdout.Bytes(), &rs); err != nil {
 		t.Fatalf("output is not a JSON array of tool_result blocks: %v\n%s", err, stdout.String())

@@ -140,6 +140,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	ex.Drain(context.Background(), *grace)
 	srv.Shutdown(5 * time.Second)
 	sandbox.ReleaseSessionTempRoots()
+	sandbox.ReleaseSessionGroups()
 	log.Info("toolsvc stopped")
 	return nil
 }

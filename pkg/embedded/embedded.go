@@ -110,9 +110,11 @@ func (e *Executor) Client() executorv1.ExecutorServiceClient {
 }
 
 // Close ends every session (running calls are killed and reported
-// interrupted), then stops the server.
+// interrupted), removes the cgroup directory that held the sessions' calls,
+// then stops the server.
 func (e *Executor) Close() {
 	e.ex.Close()
+	sandbox.ReleaseSessionGroups()
 	if e.conn != nil {
 		_ = e.conn.Close()
 	}

@@ -314,6 +314,22 @@ func groupDir(own string, kind string) string {
 	return g
 }
 
+// ReleaseSessionGroups removes the directories groupDir made, once their
+// runners are gone: call it when the process's sessions are over (at
+// exit), so that no empty cgroup of the process stays behind. A group that
+// still holds a runner stays, for the next toolwire process to remove;
+// runners made afterwards get a new group.
+func ReleaseSessionGroups() {
+	sessionGroup.mu.Lock()
+	defer sessionGroup.mu.Unlock()
+	for own, g := range sessionGroup.dirs {
+		if g != "" {
+			_ = unix.Rmdir(g)
+		}
+		delete(sessionGroup.dirs, own)
+	}
+}
+
 // applyGroupLimits writes the sessions' total into a group directory, in
 // whichever controller files it has.
 func applyGroupLimits(own, g string, total SessionBounds) {
