@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/testkit"
 	"github.com/toolwire/toolwire/pkg/rpcauth"
 	"github.com/toolwire/toolwire/pkg/rpcauth/rpcauthtest"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
@@ -226,13 +227,7 @@ func stalledListener(t *testing.T) string {
 // waitFor polls cond until it holds, failing the test after a minute.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.WaitFor(t, time.Minute, what, cond)
 }
 
 // cgroupsOf lists the directories toolwire process pid makes in the cgroup

@@ -1,7 +1,8 @@
 // Package testkit holds small helpers that many of the repository's tests
 // share: a buffer that a child process or logger may write while the test
 // reads it, the end of a long log for a failure message, random ids, and
-// a home in which the go command leaves nothing running.
+// a home in which the go command leaves nothing running, and a poll for a
+// condition.
 package testkit
 
 import (
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Buffer is a bytes.Buffer safe for concurrent writers and readers.
@@ -65,5 +67,21 @@ func GoTelemetryOff(t testing.TB, home string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "mode"), []byte("off"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// WaitFor polls cond until it holds, every millisecond at first and every
+// 20 ms after a while, and fails the test if it does not within limit.
+// what says what was awaited.
+func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	delay := time.Millisecond
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 20*time.Millisecond)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/testkit"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 )
 
@@ -32,9 +33,9 @@ func TestAbortFreezesThenKills(t *testing.T) {
 				if dir == "" {
 					t.Skip("no cgroup v2 directory for calls here")
 				}
-				waitUntil(t, "both processes run", func() bool { return len(procsIn(t, dir)) == 2 })
+				testkit.WaitFor(t, time.Minute, "both processes to run", func() bool { return len(procsIn(t, dir)) == 2 })
 				p.Abort()
-				waitUntil(t, "the call is frozen", func() bool {
+				testkit.WaitFor(t, time.Minute, "the call to be frozen", func() bool {
 					b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
 					return err == nil && bytes.Contains(b, []byte("frozen 1"))
 				})
@@ -106,16 +107,4 @@ func cpuTicks(t *testing.T, dir string) int {
 		}
 	}
 	return total
-}
-
-// waitUntil polls cond until it holds, failing the test after a minute.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for this: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

@@ -293,21 +293,10 @@ func logTime(logs, text string) (time.Time, bool) {
 func waitLog(t *testing.T, limit time.Duration, p *proc, text string) time.Time {
 	t.Helper()
 	var at time.Time
-	waitFor(t, limit, fmt.Sprintf("%q in the log", text), func() bool {
+	testkit.WaitFor(t, limit, fmt.Sprintf("%q in the log", text), func() bool {
 		var ok bool
 		at, ok = logTime(p.logs.String(), text)
 		return ok
 	})
 	return at
-}
-
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
