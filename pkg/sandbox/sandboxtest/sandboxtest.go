@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/pkg/sandbox"
 )
 
 // NobodyUID and NobodyGID are the ids of "nobody" on Debian.
@@ -119,6 +121,9 @@ func LeakOptions() []goleak.Option {
 // processes remain. Call it from TestMain after sandbox.BecomeSubreaper.
 func Main(m *testing.M) int {
 	code := m.Run()
+	// The tests' runners are closed: their cgroup group goes, as it does
+	// when toolsvc stops.
+	sandbox.ReleaseSessionGroups()
 	if code != 0 {
 		return code
 	}
