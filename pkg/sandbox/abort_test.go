@@ -18,7 +18,6 @@ import (
 // its processes run none of their own code; a kill (a timeout) or the
 // runner's Close ends them without waiting for the kill to come.
 func TestAbortFreezesThenKills(t *testing.T) {
-	needRoot(t)
 	sandbox.DelayAbortKill(t, time.Hour) // the kill must come from Kill or Close
 	for _, backend := range []string{"none", "landlock"} {
 		for _, end := range []string{"Kill", "Close"} {
@@ -31,7 +30,7 @@ func TestAbortFreezesThenKills(t *testing.T) {
 				}
 				dir := sandbox.CallCgroupDir(p)
 				if dir == "" {
-					t.Skip("no cgroup v2 directory for calls here")
+					t.Skip("no cgroup v2 directory for calls here (they need root or a delegated hierarchy)")
 				}
 				testkit.WaitFor(t, time.Minute, "both processes to run", func() bool { return len(procsIn(t, dir)) == 2 })
 				p.Abort()
@@ -63,7 +62,10 @@ func TestAbortFreezesThenKills(t *testing.T) {
 				select {
 				case <-ended:
 				case <-time.After(time.Minute):
-					p.Kill() // lets Close, and the test, end
+					// Kill the call past the code under test, so that
+					// the test can end.
+					_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+					<-ended
 					t.Fatalf("%s waited for the kill that follows an abort", end)
 				}
 				p.Output().Close()
