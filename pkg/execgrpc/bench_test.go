@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"testing"
@@ -233,6 +234,16 @@ func BenchmarkRead1KiBFolded(b *testing.B) {
 func benchRead1KiB(b *testing.B, open *executorv1.Open) {
 	e := newBenchEnv(b, "none")
 	defer e.close()
+	read := readCalls(b, e, open)
+	b.ResetTimer()
+	for b.Loop() {
+		read()
+	}
+}
+
+// readCalls opens a session on e and returns a function that makes one
+// Read of a 1 KiB file and waits for its Result.
+func readCalls(b *testing.B, e *benchEnv, open *executorv1.Open) func() {
 	path := filepath.Join(e.root, "one-kib.txt")
 	line := "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqr\n" // 64 bytes
 	data := make([]byte, 0, 1024)
@@ -243,18 +254,53 @@ func benchRead1KiB(b *testing.B, open *executorv1.Open) {
 		b.Fatal(err)
 	}
 	bs := e.sessionWith(b, open)
-	defer bs.cancel()
+	b.Cleanup(bs.cancel)
 	// Alternate two ranges so no read is the "unchanged" stub.
 	inputs := []string{fmt.Sprintf(`{"file_path":%q}`, path), fmt.Sprintf(`{"file_path":%q,"offset":1,"limit":100}`, path)}
-	b.ResetTimer()
 	i := 0
-	for b.Loop() {
+	return func() {
 		bs.send("Read", inputs[i%2])
 		i++
 		if r := bs.result(); r.GetIsError() {
 			b.Fatalf("read failed: %v", r)
 		}
 	}
+}
+
+// BenchmarkReadRetained reports the heap a session keeps per finished
+// Read: its Result and events for a Resume and a repeated tool_use id
+// (up to 1,000 calls), and nothing else. A busy executor's heap grows by
+// this much per call until the windows fill, and every page of that growth
+// is a page fault.
+func BenchmarkReadRetained(b *testing.B) {
+	e := newBenchEnv(b, "none")
+	defer e.close()
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	const warm, calls = 50, 900
+	var total float64
+	for b.Loop() {
+		b.StopTimer()
+		// A new session each time, so that its windows never fill.
+		read := readCalls(b, e, &executorv1.Open{
+			Options: &executorv1.SessionOptions{ResultOrder: executorv1.ResultOrder_RESULT_ORDER_COMPLETION}})
+		for range warm {
+			read()
+		}
+		before := heap()
+		b.StartTimer()
+		for range calls {
+			read()
+		}
+		b.StopTimer()
+		total += float64(heap()) - float64(before)
+		b.StartTimer()
+	}
+	b.ReportMetric(total/float64(b.N*calls), "retained-B/call")
 }
 
 // BenchmarkFloorExecBashTrue spawns bash -c true with os/exec: the floor for

@@ -267,6 +267,27 @@ func TestDuplicateToolUseRunsOnce(t *testing.T) {
 	}
 }
 
+// A tool_use id repeated while its first call still runs waits for that
+// call's Result and gets it again; nothing runs twice.
+func TestDuplicateOfARunningCallRunsOnce(t *testing.T) {
+	h := newHarness(t, executor.Config{})
+	s := h.open(&executorv1.SessionOptions{ResultOrder: executorv1.ResultOrder_RESULT_ORDER_COMPLETION})
+	s.use("x", "m1", `{"output":"once","gate":"x"}`)
+	s.until(func(ev *executorv1.ExecuteResponse) bool { return ev.GetStarted() != nil })
+	s.use("x", "m2", `{"output":"twice"}`)
+	s.until(func(ev *executorv1.ExecuteResponse) bool { return ev.GetAccepted().GetDuplicate() })
+	h.gates.release("x")
+	results := s.results(2)
+	for _, r := range results {
+		if r.GetToolUseId() != "x" || r.GetIsError() || text(r) != "ok x once" {
+			t.Fatalf("result %v %q, want the first call's for both", r.GetIsError(), text(r))
+		}
+	}
+	if n := h.tool.runCount("x"); n != 1 {
+		t.Fatalf("ran %d times", n)
+	}
+}
+
 // A session keeps the last 1,000 finished calls whole and only a hash of
 // the ids of older ones: a repeated id of an old call runs nothing and gets an error
 // result that says it ran, and the session does not hold what every call

@@ -20,13 +20,14 @@ func (s *Session) backgroundable(c *call) <-chan struct{} {
 func (s *Session) Background(b Background) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.calls[b.ToolUseID]
+	c := s.live[b.ToolUseID]
+	_, finished := s.done[b.ToolUseID]
 	reason := ""
 	switch {
+	case finished:
+		reason = "the call has finished"
 	case c == nil:
 		reason = "no call with that tool_use id in this session"
-	case c.result != nil:
-		reason = "the call has finished"
 	case c.tool == nil || c.tool.spec.Name != "Bash":
 		reason = "only a Bash call can move to the background"
 	case c.background == nil:

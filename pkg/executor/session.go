@@ -53,6 +53,12 @@ type call struct {
 // a repeated tool_use id to get the first's Result again.
 const keepFinishedCalls = 1000
 
+// finishedCall is what a session keeps of a finished call.
+type finishedCall struct {
+	result *CallResult
+	safe   bool
+}
+
 // messageOrder holds back Results of one assistant message until the ones
 // before them are out.
 type messageOrder struct {
@@ -81,16 +87,18 @@ type Session struct {
 	toolsMu  sync.RWMutex // guards mcpTools
 	mcpTools map[string]*registered
 
-	mu    sync.Mutex // guards the fields below
-	calls map[string]*call
-	// live holds the calls of calls that have no Result yet, so that
-	// stopping them does not go through the finished ones.
+	mu sync.Mutex // guards the fields below
+	// live holds the calls that have no Result yet.
 	live map[string]*call
-	// finished lists the calls of calls that have their Result, oldest
-	// first; past keepFinishedCalls the oldest leave calls for ran, which
-	// keeps a hash of their id and their tool name for seenCalls more, so
-	// that a session's memory is bounded by its live calls and a window,
-	// not its history.
+	// done holds what is kept of a call once it has its Result: enough to
+	// answer its id again, and no more, since a busy session keeps
+	// thousands.
+	done map[string]finishedCall
+	// finished lists the ids in done, oldest first; past
+	// keepFinishedCalls the oldest leave done for ran, which keeps a hash
+	// of their id and their tool name for seenCalls more, so that a
+	// session's memory is bounded by its live calls and a window, not its
+	// history.
 	finished  []string
 	ran       *seenIDs
 	order     map[string]*messageOrder
@@ -137,16 +145,27 @@ func (s *Session) Submit(ctx context.Context, use ToolUse) error {
 		s.out.push(&Event{Time: now, Result: cr})
 		return nil
 	}
-	if first, dup := s.calls[use.ID]; dup {
+	if first, dup := s.live[use.ID]; dup {
 		s.mu.Unlock()
 		_, span := s.ex.tel.startCall(ctx, s.id, use, now, true)
 		s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID, ConcurrencySafe: first.safe, Duplicate: true}})
-		s.repeatResult(first, span)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			<-first.done
+			s.repeatResult(first.result, span)
+		}()
+		return nil
+	}
+	if first, dup := s.done[use.ID]; dup {
+		s.mu.Unlock()
+		_, span := s.ex.tel.startCall(ctx, s.id, use, now, true)
+		s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID, ConcurrencySafe: first.safe, Duplicate: true}})
+		s.repeatResult(first.result, span)
 		return nil
 	}
 	c := &call{use: use, received: now, done: make(chan struct{})}
 	c.ctx, c.span = s.ex.tel.startCall(ctx, s.id, use, now, false)
-	s.calls[use.ID] = c
 	s.live[use.ID] = c
 	if s.opts.ResultOrder == OrderToolUse {
 		o := s.order[use.MessageID]
@@ -210,18 +229,13 @@ func isConcurrencySafe(t *registered, input json.RawMessage) bool {
 	return false
 }
 
-// repeatResult sends first's Result again once it exists, and then ends
-// the duplicate's span.
-func (s *Session) repeatResult(first *call, span trace.Span) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		<-first.done
-		repeated := *first.result
-		repeated.FinishedAt = time.Now()
-		s.ex.tel.endCall(span, &repeated)
-		s.out.push(&Event{Time: repeated.FinishedAt, Result: first.result})
-	}()
+// repeatResult sends the first call's Result again for a duplicate, and
+// ends the duplicate's span.
+func (s *Session) repeatResult(first *CallResult, span trace.Span) {
+	repeated := *first
+	repeated.FinishedAt = time.Now()
+	s.ex.tel.endCall(span, &repeated)
+	s.out.push(&Event{Time: repeated.FinishedAt, Result: first})
 }
 
 // run takes a call out of the queue through the pipeline to its Result.
@@ -371,15 +385,16 @@ func (s *Session) finish(c *call, started time.Time, res *tool.Result) {
 	s.mu.Lock()
 	c.result = cr
 	delete(s.live, c.use.ID)
+	s.done[c.use.ID] = finishedCall{result: cr, safe: c.safe}
 	close(c.done)
 	s.finished = append(s.finished, c.use.ID)
 	if len(s.finished) > keepFinishedCalls {
 		old := s.finished[0]
 		s.finished[0] = ""
 		s.finished = s.finished[1:]
-		if oc := s.calls[old]; oc != nil && oc.result != nil {
+		if oc, ok := s.done[old]; ok {
 			s.ran.add(old, oc.result.ToolName)
-			delete(s.calls, old)
+			delete(s.done, old)
 		}
 	}
 	s.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/workspace"
@@ -173,7 +174,9 @@ func (r *Read) readText(ctx context.Context, env *tool.Env, p workspace.Path, f 
 				return tool.Error(fmt.Sprintf("Could not read %s: %v", p.Abs, err))
 			}
 		}
-		content, head = string(data), data[:min(len(data), binarySniffBytes)]
+		// data was read for this call alone and is never written again,
+		// so the content shares its memory rather than copy it.
+		content, head = unsafe.String(unsafe.SliceData(data), len(data)), data[:min(len(data), binarySniffBytes)]
 		src = &stringLines{rest: content}
 	} else {
 		br := bufio.NewReaderSize(f, 64<<10)
