@@ -55,7 +55,14 @@ type toolResult struct {
 
 func runCall(t *testing.T, stdin string, args ...string) []toolResult {
 	t.Helper()
+	return runCallEnv(t, nil, stdin, args...)
+}
+
+// runCallEnv is runCall with env added to the environment.
+func runCallEnv(t *testing.T, env []string, stdin string, args ...string) []toolResult {
+	t.Helper()
 	cmd := exec.Command(toolsvcBin, append([]string{"call"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -236,6 +243,36 @@ func TestCallPermissionModes(t *testing.T) {
 				t.Fatalf("got %+v, want content containing %q", rs, tc.content)
 			}
 		})
+	}
+}
+
+// A deny rule on a path under "~" holds when the model writes the path
+// with "~" too, as the tools expand it; and in default mode such a path is
+// outside the workspace, so reading it asks.
+func TestCallTildeInTheInput(t *testing.T) {
+	root := sandboxtest.Dir(t)
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "secret.txt"), []byte("hidden\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	settingsFile := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(settingsFile, []byte(`{"permissions":{"deny":["Read(~/secret.txt)"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := `{"type":"tool_use","id":"s","name":"Read","input":{"file_path":"~/secret.txt"}}
+{"type":"tool_use","id":"n","name":"Read","input":{"file_path":"~/notes.txt"}}`
+	rs := runCallEnv(t, []string{"HOME=" + home}, in, "--embedded", "--root", root, "--settings", settingsFile, "--permission-mode", "default")
+	if len(rs) != 2 {
+		t.Fatalf("results %+v", rs)
+	}
+	for i, want := range []string{"Permission denied by rule Read(~/secret.txt)", "The user denied permission to use Read."} {
+		content, _ := rs[i].Content.(string)
+		if rs[i].IsError == nil || !*rs[i].IsError || !strings.Contains(content, want) {
+			t.Errorf("%s: %q, want an error containing %q", rs[i].ToolUseID, content, want)
+		}
 	}
 }
 

@@ -233,7 +233,8 @@ func decider(d permission.Decision) string {
 }
 
 func (g *gate) request(s *Session, spec tool.Spec, input json.RawMessage) permission.Request {
-	return permission.Request{Tool: spec.Name, Input: input, Cwd: s.env.Cwd(), Workspace: s.env.Files.Dir(), AddDirs: s.env.AddDirs, ReadOnly: spec.ReadOnly}
+	return permission.Request{Tool: spec.Name, Input: input, Cwd: s.env.Cwd(), Workspace: s.env.Files.Dir(), AddDirs: s.env.AddDirs,
+		ReadOnly: spec.ReadOnly, Home: s.env.Files.Home()}
 }
 
 // ask sends a permission request and waits for the answer. It returns nil

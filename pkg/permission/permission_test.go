@@ -323,6 +323,12 @@ func TestPathRules(t *testing.T) {
 		{"Read(//etc/**)", "Read", "file_path", "/ws/etc/passwd", "", false},
 		{"Read(~/.ssh/**)", "Read", "file_path", "/home/u/.ssh/id_rsa", "", true},
 		{"Read(~/.ssh/**)", "Read", "file_path", "/ws/.ssh/id_rsa", "", false},
+		// "~" in the input is the home directory, as the tools take it.
+		{"Read(~/.ssh/**)", "Read", "file_path", "~/.ssh/id_rsa", "", true},
+		{"Read(~/.ssh/**)", "Grep", "path", "~/.ssh", "", true},
+		{"Edit(~/.bashrc)", "NotebookEdit", "notebook_path", "~/.bashrc", "", true},
+		{"Read(~/.ssh/**)", "Read", "file_path", "~other/.ssh/id_rsa", "", false},
+		{"Read(./~/x)", "Read", "file_path", "./~/x", "", true},
 		{"Edit(**/*.go)", "Edit", "file_path", "/ws/../other/x.go", "", false},
 		{"Edit(**/*.go)", "Edit", "file_path", "/ws/a/x.go", "", true},
 		{"Edit(../shared/**)", "Edit", "file_path", "/shared/x", "", true},
@@ -643,5 +649,21 @@ func TestAddDirsCountAsWorkspace(t *testing.T) {
 		if d := p.Decide(req); d.Behavior != c.want {
 			t.Errorf("%s %s %s: %s (%s), want %s", c.mode, c.tool, c.input, d.Behavior, d.Reason, c.want)
 		}
+	}
+}
+
+// The home directory of the input's "~" is the one the tool will use (the
+// workspace's), which may not be the policy's; a path under it is outside
+// the workspace like any other.
+func TestHomeOfTheInput(t *testing.T) {
+	p := mustCompile(t, Rules{}, Rules{Deny: []string{"Read(//srv/home/secret)"}})
+	req := request("Read", pathInput("file_path", "~/secret"))
+	req.Home = "/srv/home"
+	if d := p.Decide(req); d.Behavior != Deny {
+		t.Errorf("~/secret with home /srv/home: %s (%s), want deny", d.Behavior, d.Reason)
+	}
+	req = request("Read", pathInput("file_path", "~/notes.txt"))
+	if d := p.Decide(req); d.Behavior != Ask || !strings.Contains(d.Reason, "/home/u/notes.txt, outside the workspace") {
+		t.Errorf("~/notes.txt in default mode: %s (%s), want ask, outside the workspace", d.Behavior, d.Reason)
 	}
 }

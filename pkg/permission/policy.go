@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,6 +118,10 @@ type Request struct {
 	// ReadOnly is true for a tool that never changes anything (its
 	// Spec.ReadOnly). Bash is judged from its command instead.
 	ReadOnly bool
+	// Home is what "~" at the start of a path in the input stands for,
+	// as the tool will take it (the workspace's home directory); empty
+	// means the policy's own, the one "~/" in rules stands for.
+	Home string
 }
 
 // Decision is the outcome of Decide.
@@ -243,7 +248,7 @@ type input struct {
 	URL          string `json:"url"`
 }
 
-func newCall(req Request) *call {
+func newCall(req Request, home string) *call {
 	c := &call{Request: req, tool: canonicalTool(req.Tool), readOnly: req.ReadOnly}
 	var in input
 	_ = json.Unmarshal(req.Input, &in) // schema-checked; a bad input just lacks fields
@@ -264,15 +269,26 @@ func newCall(req Request) *call {
 			}
 		}
 		if p != "" {
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(req.Cwd, p)
-			}
-			c.path = filepath.Clean(p)
+			c.path = absPath(p, req.Cwd, cmp.Or(req.Home, home))
 		}
 	case c.tool == "WebFetch":
 		c.url = in.URL
 	}
 	return c
+}
+
+// absPath makes p, as a file tool takes it, a clean absolute path: "~"
+// at its start stands for home, and a relative path is relative to cwd.
+// The rules must judge the file the tool will open, or "~/.ssh/id_rsa"
+// would pass a deny rule on "~/.ssh/**" as a path below cwd.
+func absPath(p, cwd, home string) string {
+	if home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
+		p = home + p[1:]
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(cwd, p)
+	}
+	return filepath.Clean(p)
 }
 
 // inWorkspace reports whether the call's path lies inside the workspace or
@@ -296,7 +312,7 @@ func (c *call) inWorkspace() bool {
 // Decide decides on a call: deny rules, plan mode, ask rules, allow rules,
 // then the mode's default.
 func (p *Policy) Decide(req Request) Decision {
-	c := newCall(req)
+	c := newCall(req, p.home)
 	var doubt *entry // a deny rule that may apply
 	var doubtWhat string
 	for i := range p.deny {

@@ -315,6 +315,9 @@ func (w *Workspace) Close() error {
 // Dir returns the absolute path of the session's working directory.
 func (w *Workspace) Dir() string { return w.dir }
 
+// Home returns the directory "~" stands for in paths Resolve takes.
+func (w *Workspace) Home() string { return w.home }
+
 // Roots returns the allowed directories, most specific first.
 func (w *Workspace) Roots() []Root {
 	out := make([]Root, len(w.roots))
