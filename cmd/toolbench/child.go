@@ -241,6 +241,11 @@ func startToolsvc(ctx context.Context, bin, sandbox, root string, w *workDir, gr
 	if plaintextFlag(bin) {
 		args = append(args, "--insecure") // loopback only; TLS is not what is measured
 	}
+	if os.Geteuid() != 0 {
+		// toolsvc's default, --network none, needs a network namespace of
+		// its own, which only root may make; the report says so.
+		args = append(args, "--network", "host")
+	}
 	args = append(args, extra...)
 	env := append(os.Environ(), "TMPDIR="+w.tmp)
 	start := time.Now()

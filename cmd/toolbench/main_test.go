@@ -189,6 +189,36 @@ func TestToolbench(t *testing.T) {
 	checkNoSurvivors(t, binDir, tmp1, tmp2)
 }
 
+// TestToolbenchAsAnOrdinaryUser runs toolbench as nobody: the toolsvc it
+// starts cannot make a network namespace, so toolbench gives it the
+// host's network and says so in the report, instead of stopping.
+func TestToolbenchAsAnOrdinaryUser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs toolsvc")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run toolbench as another user")
+	}
+	binDir := sandboxtest.Dir(t)
+	toolsvc, toolbench := build(t, binDir)
+	tmp := sandboxtest.Dir(t)
+	cmd := exec.Command(toolbench, "--toolsvc", toolsvc, "-n", "3", "--warmup", "1", "--rounds", "1", "-q",
+		"--sandboxes", "none", "--sessions", "", "--only", "read_1kib/none$|floor_grpc_pingpong$")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "HOME="+tmp)
+	cmd.Dir = tmp
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: sandboxtest.NobodyUID, Gid: sandboxtest.NobodyGID}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("toolbench as nobody: %v\n%s", err, out)
+	}
+	for _, want := range []string{"note: run as uid 65534, not root: toolsvc ran with --network host", "\nread_1kib/none "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	checkNoSurvivors(t, binDir, tmp)
+}
+
 func TestFlags(t *testing.T) {
 	for name, args := range map[string][]string{
 		"no toolsvc":      {"-n", "5"},

@@ -98,6 +98,10 @@ type Machine struct {
 	Kernel         string `json:"kernel"`
 	Go             string `json:"go"`
 	ToolsvcVersion string `json:"toolsvc_version"`
+	// UID is the user toolbench ran as. Not root, it runs toolsvc with the
+	// host's network (--network host), and toolsvc runs its tools as that
+	// user.
+	UID int `json:"uid"`
 }
 
 // Report is toolbench's whole output, also its --json form.
@@ -376,7 +380,11 @@ func writeText(w io.Writer, r *Report) error {
 	fmt.Fprintf(bw, "toolbench %s (%s): %d samples per latency figure, %d warm-up, %d interleaved rounds, seed %d\n",
 		r.Start.UTC().Format(time.RFC3339), r.Duration, r.Samples, r.Warmup, r.Rounds, r.Seed)
 	fmt.Fprintf(bw, "machine: %d CPUs, %s, Linux %s, %s; toolsvc %s\n", r.Machine.NProc, r.Machine.CPU, r.Machine.Kernel, r.Machine.Go, r.Machine.ToolsvcVersion)
-	fmt.Fprintf(bw, "load average (1/5/15 min): before %s, after %s\n\n", r.LoadBefore, r.LoadAfter)
+	fmt.Fprintf(bw, "load average (1/5/15 min): before %s, after %s\n", r.LoadBefore, r.LoadAfter)
+	if r.Machine.UID != 0 {
+		fmt.Fprintf(bw, "note: run as uid %d, not root: toolsvc ran with --network host and without the protections only root can set up (session users, a network namespace); the targets are judged on a run as root\n", r.Machine.UID)
+	}
+	fmt.Fprintln(bw)
 
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "id\tunit\t    n\t   median\t      p90\t     mean\t CPU ms\tfigure")
@@ -499,7 +507,7 @@ func num(v float64) string {
 
 // machine describes this host.
 func machine() Machine {
-	m := Machine{NProc: runtime.NumCPU(), Go: runtime.Version(), CPU: "unknown", Kernel: "unknown"}
+	m := Machine{NProc: runtime.NumCPU(), Go: runtime.Version(), CPU: "unknown", Kernel: "unknown", UID: os.Geteuid()}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
