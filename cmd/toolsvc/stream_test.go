@@ -3,7 +3,10 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,8 +63,18 @@ func TestServeStreamsOutputIntact(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	const lines = 3000000 // 22 MB
+	// seq prints the first lines, then waits until the test has resumed
+	// the stream (it makes the file gate), then prints the rest: the resumed
+	// reader gets output however long the resume takes (while no reader
+	// takes events, progress that does not fit is dropped).
+	const lines, firstLines = 3000000, 1000000 // 22 MB, the first 6.9 MB
 	want, lineAt := seqOutput(lines)
+	command := fmt.Sprintf("seq 1 %d && for i in $(seq 600); do [ -e gate ] && break; sleep 0.1; done && seq %d %d",
+		firstLines, firstLines+1, lines)
+	input, err := json.Marshal(map[string]string{"command": command})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -85,7 +98,7 @@ func TestServeStreamsOutputIntact(t *testing.T) {
 	}
 	session := hello.GetHello().GetSessionId()
 	send(stream, &executorv1.ExecuteRequest{Msg: &executorv1.ExecuteRequest_ToolUse{ToolUse: &executorv1.ToolUse{
-		Id: "toolu_seq", Name: "Bash", AssistantMessageId: "msg_1", InputJson: `{"command":"seq 1 ` + strconv.Itoa(lines) + `"}`}}})
+		Id: "toolu_seq", Name: "Bash", AssistantMessageId: "msg_1", InputJson: string(input)}}})
 
 	var (
 		last          uint64 // the last sequence number received
@@ -116,9 +129,10 @@ func TestServeStreamsOutputIntact(t *testing.T) {
 			}
 		}
 		result = ev.GetResult()
-		if !resumed && before >= 4<<20 {
+		if !resumed && (before >= 4<<20 || next >= lineAt[firstLines+1]) {
 			// Break the stream and take the session up again from the
-			// last event received.
+			// last event received: after 4 MiB, or once the first part
+			// is out (received, or dropped while this reader was slow).
 			breakFirst()
 			resumed = true
 			if stream, err = executorv1.NewExecutorServiceClient(conn).Execute(ctx); err != nil {
@@ -129,9 +143,12 @@ func TestServeStreamsOutputIntact(t *testing.T) {
 			if h, err := stream.Recv(); err != nil || h.GetHello() == nil {
 				t.Fatalf("resume: %v %v", h, err)
 			}
+			if err := os.WriteFile(filepath.Join(root, "gate"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	if !resumed || after < 4<<20 {
+	if !resumed || before == 0 || after < 4<<20 {
 		t.Fatalf("output before the resume %d bytes, after it %d: too little to exercise both readers", before, after)
 	}
 	if result.GetIsError() || !strings.Contains(result.GetContent()[0].GetText().GetText(), "Output too large") {
