@@ -137,8 +137,7 @@ func (s *Session) Submit(ctx context.Context, use ToolUse) error {
 	}
 	if name, dup := s.ran.lookup(use.ID); dup {
 		s.mu.Unlock()
-		_, span := s.ex.tel.startCall(ctx, s.id, use, now, true)
-		s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID, Duplicate: true}})
+		span := s.acceptDuplicate(ctx, use, now, false)
 		cr := &CallResult{ToolUseID: use.ID, ToolName: name, ReceivedAt: now, FinishedAt: now,
 			Result: tool.UseError(tool.OutcomeInvalidInput, "This tool_use id already ran earlier in this session; its result was sent then.")}
 		s.ex.tel.endCall(span, cr)
@@ -147,8 +146,7 @@ func (s *Session) Submit(ctx context.Context, use ToolUse) error {
 	}
 	if first, dup := s.live[use.ID]; dup {
 		s.mu.Unlock()
-		_, span := s.ex.tel.startCall(ctx, s.id, use, now, true)
-		s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID, ConcurrencySafe: first.safe, Duplicate: true}})
+		span := s.acceptDuplicate(ctx, use, now, first.safe)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -159,9 +157,7 @@ func (s *Session) Submit(ctx context.Context, use ToolUse) error {
 	}
 	if first, dup := s.done[use.ID]; dup {
 		s.mu.Unlock()
-		_, span := s.ex.tel.startCall(ctx, s.id, use, now, true)
-		s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID, ConcurrencySafe: first.safe, Duplicate: true}})
-		s.repeatResult(first.result, span)
+		s.repeatResult(first.result, s.acceptDuplicate(ctx, use, now, first.safe))
 		return nil
 	}
 	c := &call{use: use, received: now, done: make(chan struct{})}
@@ -227,6 +223,14 @@ func isConcurrencySafe(t *registered, input json.RawMessage) bool {
 		return t.ConcurrencySafe(input)
 	}
 	return false
+}
+
+// acceptDuplicate starts the span of a repeated tool_use id and sends its
+// Accepted, marked as a duplicate.
+func (s *Session) acceptDuplicate(ctx context.Context, use ToolUse, now time.Time, safe bool) trace.Span {
+	_, span := s.ex.tel.startCall(ctx, s.id, use, now, true)
+	s.out.push(&Event{Time: now, Accepted: &Accepted{ToolUseID: use.ID, ConcurrencySafe: safe, Duplicate: true}})
+	return span
 }
 
 // repeatResult sends the first call's Result again for a duplicate, and

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/toolwire/toolwire/pkg/bashcmd"
+	"github.com/toolwire/toolwire/pkg/workspace"
 )
 
 // Mode is the permission mode: what happens to calls no rule decides.
@@ -269,26 +270,14 @@ func newCall(req Request, home string) *call {
 			}
 		}
 		if p != "" {
-			c.path = absPath(p, req.Cwd, cmp.Or(req.Home, home))
+			// The file the tool will open: "~/.ssh/id_rsa" is in the home
+			// directory, not below cwd.
+			c.path = workspace.Abs(p, req.Cwd, cmp.Or(req.Home, home))
 		}
 	case c.tool == "WebFetch":
 		c.url = in.URL
 	}
 	return c
-}
-
-// absPath makes p, as a file tool takes it, a clean absolute path: "~"
-// at its start stands for home, and a relative path is relative to cwd.
-// The rules must judge the file the tool will open, or "~/.ssh/id_rsa"
-// would pass a deny rule on "~/.ssh/**" as a path below cwd.
-func absPath(p, cwd, home string) string {
-	if home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
-		p = home + p[1:]
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(cwd, p)
-	}
-	return filepath.Clean(p)
 }
 
 // inWorkspace reports whether the call's path lies inside the workspace or

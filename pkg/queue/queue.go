@@ -12,6 +12,7 @@ package queue
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -230,7 +231,9 @@ func (q *Queue) finish(e *entry, w *worker) int {
 	defer q.mu.Unlock()
 	for i, x := range q.entries {
 		if x == e {
-			q.entries = append(q.entries[:i], q.entries[i+1:]...)
+			// slices.Delete clears the slot the shift leaves: a finished job
+			// (and all its call holds) is not kept there.
+			q.entries = slices.Delete(q.entries, i, i+1)
 			break
 		}
 	}
@@ -253,7 +256,7 @@ func (q *Queue) retire(w *worker) *entry {
 	defer q.mu.Unlock()
 	for i, x := range q.idle {
 		if x == w {
-			q.idle = append(q.idle[:i], q.idle[i+1:]...)
+			q.idle = slices.Delete(q.idle, i, i+1)
 			return nil
 		}
 	}

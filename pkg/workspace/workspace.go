@@ -318,6 +318,20 @@ func (w *Workspace) Dir() string { return w.dir }
 // Home returns the directory "~" stands for in paths Resolve takes.
 func (w *Workspace) Home() string { return w.home }
 
+// Abs returns path as Resolve takes it, clean and absolute: a leading "~"
+// stands for home (when home is set) and a relative path is relative to
+// cwd. Whatever judges a file tool's path (the permission rules) must
+// use it too, or it would judge another file than the tool opens.
+func Abs(path, cwd, home string) string {
+	if home != "" && (path == "~" || strings.HasPrefix(path, "~/")) {
+		path = home + path[1:]
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(cwd, path)
+	}
+	return filepath.Clean(path)
+}
+
 // Roots returns the allowed directories, most specific first.
 func (w *Workspace) Roots() []Root {
 	out := make([]Root, len(w.roots))
@@ -367,16 +381,10 @@ func (w *Workspace) Resolve(path, cwd string) (Path, error) {
 	if path == "" {
 		return Path{}, errors.New("workspace: empty path")
 	}
-	if (path == "~" || strings.HasPrefix(path, "~/")) && w.home != "" {
-		path = w.home + path[1:]
+	if cwd == "" {
+		cwd = w.dir
 	}
-	if !filepath.IsAbs(path) {
-		if cwd == "" {
-			cwd = w.dir
-		}
-		path = filepath.Join(cwd, path)
-	}
-	abs := filepath.Clean(path)
+	abs := Abs(path, cwd, w.home)
 	r, rel := w.rootOf(abs)
 	if r == nil {
 		return Path{}, w.refuseWhy(abs, fmt.Sprintf("is outside the directories this session may use (%s).", w.rootList()))
