@@ -111,3 +111,24 @@ func waitLog(t *testing.T, logs *testkit.Buffer, parts ...string) {
 		return false
 	})
 }
+
+// TestServeGivesPsToAStream: a Bash command whose output fills every read
+// of its pipe has toolsvc take all its Ps at once (a Demand), not after a
+// window of its controller, which can be longer than the whole stream.
+func TestServeGivesPsToAStream(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "")
+	addr, _, logs := startServeLogged(t, sandboxtest.Dir(t), "--log-level", "debug")
+	if runtime.NumCPU() < 2 {
+		waitLog(t, logs, "scheduler Ps left as they are", "one CPU only")
+		return
+	}
+	waitFor(t, "one P at rest", func() bool { return lastProcs(logs) == 1 })
+	res := runCall(t, `[{"type":"tool_use","id":"s","name":"Bash","input":{"command":"head -c 16777216 /dev/zero | tr '\\0' x"}}]`, "--insecure", "--addr", addr)
+	if len(res) != 1 || (res[0].IsError != nil && *res[0].IsError) {
+		t.Fatalf("the streaming command failed: %+v", res)
+	}
+	waitLog(t, logs, `msg="scheduler Ps"`, "demanded=true")
+	if m := regexp.MustCompile(`procs=(\d+) demanded=true`).FindStringSubmatch(logs.String()); m == nil || m[1] == "1" {
+		t.Fatalf("a demand that did not give all Ps:\n%s", logs.String())
+	}
+}

@@ -10,12 +10,22 @@
 // CPUs and makes a short request markedly slower. With one P a hand-off
 // is a switch on the same thread. One P cannot serve a heavy load, so the
 // controller watches the scheduling latencies the runtime measures (how
-// long runnable goroutines wait for a P): when, over a window of recent
-// intervals, many waits with one P are long, it gives the process all its
-// Ps; when a window with all of them has no long wait, it tries one P
-// again. A try that fails at once makes the next wait longer. While the
-// process is idle on one P it looks rarely, so that an idle process stays
-// idle.
+// long runnable goroutines wait for a P) and the CPU time the process
+// uses: when, over a window of recent intervals, many waits with one P are
+// long, or the process used most of a CPU, it gives the process all its
+// Ps; when a window with all of them has no long wait and its last
+// interval used less, it tries one P again. A try that fails at once
+// makes the next wait longer. While the process is idle on one P it looks
+// rarely, so that an idle process stays idle.
+//
+// The CPU rule is for throughput. With one P, a goroutine in a system call
+// holds the only P until the call returns or the runtime takes the P back,
+// so a process that spends its time moving data (a command's output read
+// from a pipe, written to a file and sent on) runs its goroutines one after
+// another and its system calls in between, while no goroutine waits long
+// enough to count. A window is longer than many such bursts, so the part
+// of the process that sees one start (a command's output filling the
+// reads of its pipe) asks for all Ps at once with Demand.
 package procs
 
 import (
@@ -24,6 +34,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"syscall"
 	"time"
 )
 
@@ -50,6 +61,13 @@ type Config struct {
 	// (default 0.1).
 	Late  uint64
 	Share float64
+	// Busy is the share of one CPU's time the process may use over a
+	// window with one P and keep it (default 0.6): a window that used more
+	// gives the process all its Ps, and with all of them one P is tried
+	// only after an interval that used less. Serving one call at a time
+	// uses well under it (a Read, a Bash command: a fifth to a third of a
+	// CPU); streaming output uses most of a CPU.
+	Busy float64
 	// Quiet is the most long waits a window with all Ps may have for one
 	// P to be tried again (default 1).
 	Quiet uint64
@@ -84,6 +102,9 @@ func (c Config) withDefaults() Config {
 	if c.Share <= 0 {
 		c.Share = 0.1
 	}
+	if c.Busy <= 0 {
+		c.Busy = 0.6
+	}
 	if c.Quiet == 0 {
 		c.Quiet = 1
 	}
@@ -117,6 +138,23 @@ func Applies() (bool, string) {
 	return true, ""
 }
 
+// demands holds a Demand not yet taken by Run.
+var demands = make(chan struct{}, 1)
+
+// Demand asks the running controller for all Ps at once, without waiting
+// for its next look: a part of the process that finds itself moving data
+// as fast as it can (a command's output filling every read) knows before
+// any window shows it, and a window (50 ms, after up to 250 ms of an idle
+// interval) can be longer than the whole burst. The Ps are kept at least
+// the hold, then the usual rules apply. Without a running controller, or
+// with all Ps already, it does nothing. It never blocks.
+func Demand() {
+	select {
+	case demands <- struct{}{}:
+	default:
+	}
+}
+
 // Run adapts GOMAXPROCS until ctx ends, then gives the process the
 // runtime's default again. Call it only where Applies says so; it changes
 // a setting of the whole process, so run one at a time.
@@ -137,9 +175,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-demands:
+			if s.demand(time.Now()) == toAll {
+				runtime.SetDefaultGOMAXPROCS()
+				log.Debug("scheduler Ps", "procs", runtime.GOMAXPROCS(0), "demanded", true)
+			}
 		case now := <-t.C:
-			waits, late := w.read()
-			d := s.step(now, waits, late)
+			d := s.step(now, w.read())
 			switch d {
 			case toOne:
 				runtime.GOMAXPROCS(1)
@@ -149,22 +191,25 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) {
 				runtime.SetDefaultGOMAXPROCS()
 			}
 			if d != stay {
-				log.Debug("scheduler Ps", "procs", runtime.GOMAXPROCS(0), "window_waits", s.window.waits, "window_late", s.window.late, "hold", s.hold)
+				log.Debug("scheduler Ps", "procs", runtime.GOMAXPROCS(0), "window_waits", s.window.waits, "window_late", s.window.late,
+					"window_cpu", s.window.cpu, "window", s.window.wall, "hold", s.hold)
 			}
-			if next := s.interval(); next != every {
-				every = next
-				t.Reset(every)
-			}
+		}
+		if next := s.interval(); next != every {
+			every = next
+			t.Reset(every)
 		}
 	}
 }
 
-// watcher reads the runtime's scheduling latencies and counts, since its
-// last read, the waits and those longer than its threshold.
+// watcher reads the runtime's scheduling latencies and the process's CPU
+// time, and counts, since its last read, the waits, those longer than its
+// threshold, and the CPU time used.
 type watcher struct {
-	sample []metrics.Sample
-	prev   []uint64
-	over   int // index of the first bucket whose waits all exceed the threshold
+	sample  []metrics.Sample
+	prev    []uint64
+	over    int // index of the first bucket whose waits all exceed the threshold
+	prevCPU time.Duration
 }
 
 func newWatcher(wait time.Duration) *watcher {
@@ -179,21 +224,36 @@ func newWatcher(wait time.Duration) *watcher {
 			break
 		}
 	}
+	w.prevCPU = processCPU()
 	return w
 }
 
-func (w *watcher) read() (waits, late uint64) {
+func (w *watcher) read() counts {
+	var c counts
 	metrics.Read(w.sample)
 	h := w.sample[0].Value.Float64Histogram()
 	for i, n := range h.Counts {
 		d := n - w.prev[i]
-		waits += d
+		c.waits += d
 		if i >= w.over {
-			late += d
+			c.late += d
 		}
 		w.prev[i] = n
 	}
-	return waits, late
+	cpu := processCPU()
+	c.cpu, w.prevCPU = max(cpu-w.prevCPU, 0), cpu
+	return c
+}
+
+// processCPU returns the CPU time the process's threads have used, in user
+// and kernel mode (its children's not counted); zero when it cannot be
+// read, which leaves the decisions to the waits.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // A decision of state.step.
@@ -205,8 +265,13 @@ const (
 	toAll          // run all the Ps the process may use
 )
 
-// counts are one interval's waits for a P and how many of them were long.
-type counts struct{ waits, late uint64 }
+// counts are one interval's waits for a P, how many of them were long, and
+// the CPU time the process used; with wall, the interval's length, once in
+// a state's window.
+type counts struct {
+	waits, late uint64
+	cpu, wall   time.Duration
+}
 
 // state decides, interval by interval, whether the process runs one P or
 // all of them.
@@ -216,6 +281,7 @@ type state struct {
 	idle    bool          // with one P: nothing happens, intervals are IdleInterval long
 	recent  []counts      // the last intervals since the last change, oldest first
 	window  counts        // the sums over recent
+	last    time.Time     // the end of the interval before
 	hold    time.Duration // the least time all Ps are kept, next time they are given
 	until   time.Time     // with all Ps: the earliest time one P is tried again
 	probing time.Time     // with one P: when the try began; zero once it lasted
@@ -224,7 +290,7 @@ type state struct {
 // newState starts with one P, as a try: a process under load at start-up
 // gets all its Ps within a window.
 func newState(cfg Config, now time.Time) *state {
-	return &state{cfg: cfg, one: true, hold: cfg.Hold, probing: now}
+	return &state{cfg: cfg, one: true, hold: cfg.Hold, probing: now, last: now}
 }
 
 // interval returns how long the next interval is.
@@ -235,15 +301,41 @@ func (s *state) interval() time.Duration {
 	return s.cfg.Interval
 }
 
-// step takes the counts of the interval that ended at now.
-func (s *state) step(now time.Time, waits, late uint64) decision {
+// demand takes a Demand made at now: with one P it gives all of them, and
+// looks closely from then on. All Ps are kept two intervals past the last
+// Demand: a burst demands again with every read that it fills, so that
+// once it ends the process goes back to one P within a few intervals
+// rather than after a hold.
+func (s *state) demand(now time.Time) decision {
+	until := now.Add(2 * s.cfg.Interval)
+	if !s.one {
+		if until.After(s.until) {
+			s.until = until
+		}
+		return stay
+	}
+	s.one, s.idle, s.until, s.probing, s.recent = false, false, until, time.Time{}, s.recent[:0]
+	return toAll
+}
+
+// busy reports whether c, over the time it covers, used more than the
+// share of a CPU that one P may keep.
+func (s *state) busy(c counts) bool {
+	return c.wall > 0 && float64(c.cpu) > s.cfg.Busy*float64(c.wall)
+}
+
+// step takes the counts of the interval that ended at now (the waits, the
+// long waits and the CPU time; its length is the time since the step
+// before).
+func (s *state) step(now time.Time, c counts) decision {
+	c.wall, s.last = now.Sub(s.last), now
 	if s.idle {
-		if waits <= uint64(s.cfg.Window) {
+		if c.waits <= uint64(s.cfg.Window) && !s.busy(c) {
 			return stay
 		}
 		s.idle = false // something started: look closely again
 	}
-	s.recent = append(s.recent, counts{waits, late})
+	s.recent = append(s.recent, c)
 	if len(s.recent) > s.cfg.Window {
 		s.recent = s.recent[1:]
 	}
@@ -251,10 +343,14 @@ func (s *state) step(now time.Time, waits, late uint64) decision {
 	for _, c := range s.recent {
 		s.window.waits += c.waits
 		s.window.late += c.late
+		s.window.cpu += c.cpu
+		s.window.wall += c.wall
 	}
 	full := len(s.recent) == s.cfg.Window
 	if !s.one {
-		if now.Before(s.until) || !full || s.window.late > s.cfg.Quiet {
+		// The last interval alone says whether the process is still busy:
+		// the end of a burst gives back the Ps at once.
+		if now.Before(s.until) || !full || s.window.late > s.cfg.Quiet || s.busy(c) {
 			return stay
 		}
 		s.one, s.probing, s.recent = true, now, s.recent[:0]
@@ -264,7 +360,9 @@ func (s *state) step(now time.Time, waits, late uint64) decision {
 		s.probing = time.Time{}
 		s.hold = s.cfg.Hold // the try lasted: the next load starts afresh
 	}
-	if s.window.late < s.cfg.Late || float64(s.window.late) < s.cfg.Share*float64(s.window.waits) {
+	late := s.window.late >= s.cfg.Late && float64(s.window.late) >= s.cfg.Share*float64(s.window.waits)
+	busy := full && s.busy(s.window)
+	if !late && !busy {
 		if full && s.window.waits <= 1 && s.probing.IsZero() {
 			s.idle, s.recent = true, s.recent[:0]
 		}

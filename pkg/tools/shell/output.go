@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toolwire/toolwire/pkg/procs"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
@@ -102,13 +103,20 @@ func appendUpTo(buf, b []byte, limit int) []byte {
 // collect.
 var readBufs = sync.Pool{New: func() any { return new([readChunk]byte) }}
 
-// readFrom copies r into the capture until EOF or error.
+// readFrom copies r into the capture until EOF or error. A read that fills
+// the whole buffer means the command writes faster than its output is
+// moved on: the executor is asked for all its CPUs (procs.Demand), which
+// it would otherwise give only after a window longer than many such
+// bursts.
 func (c *capture) readFrom(r io.Reader) {
 	arr := readBufs.Get().(*[readChunk]byte)
 	defer readBufs.Put(arr)
 	buf := arr[:]
 	for {
 		n, err := r.Read(buf)
+		if n == len(buf) {
+			procs.Demand()
+		}
 		if n > 0 {
 			c.write(buf[:n])
 		}
