@@ -302,10 +302,10 @@ func (s *state) interval() time.Duration {
 }
 
 // demand takes a Demand made at now: with one P it gives all of them, and
-// looks closely from then on. All Ps are kept two intervals past the last
-// Demand: a burst demands again with every read that it fills, so that
-// once it ends the process goes back to one P within a few intervals
-// rather than after a hold.
+// looks closely from then on. All Ps are kept a window at the least and
+// two intervals past the last Demand: a burst demands again with every
+// read that it fills, so that once it ends the process goes back to one P
+// within a few intervals rather than after a hold.
 func (s *state) demand(now time.Time) decision {
 	until := now.Add(2 * s.cfg.Interval)
 	if !s.one {
