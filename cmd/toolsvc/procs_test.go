@@ -22,6 +22,10 @@ import (
 // of Ps its Go code runs on.
 var psLogged = regexp.MustCompile(`msg="scheduler Ps" procs=(\d+)`)
 
+// demandLogged matches the line toolsvc logs when a command's output made
+// it take all its Ps.
+var demandLogged = regexp.MustCompile(`msg="scheduler Ps" procs=(\d+) demanded=true`)
+
 // lastProcs returns the number of Ps toolsvc's log last reported, 0 if none.
 func lastProcs(logs *testkit.Buffer) int {
 	m := psLogged.FindAllStringSubmatch(logs.String(), -1)
@@ -127,8 +131,8 @@ func TestServeGivesPsToAStream(t *testing.T) {
 	if len(res) != 1 || (res[0].IsError != nil && *res[0].IsError) {
 		t.Fatalf("the streaming command failed: %+v", res)
 	}
-	waitLog(t, logs, `msg="scheduler Ps"`, "demanded=true")
-	if m := regexp.MustCompile(`procs=(\d+) demanded=true`).FindStringSubmatch(logs.String()); m == nil || m[1] == "1" {
+	waitFor(t, "a demand in the log", func() bool { return demandLogged.MatchString(logs.String()) })
+	if m := demandLogged.FindStringSubmatch(logs.String()); m[1] == "1" {
 		t.Fatalf("a demand that did not give all Ps:\n%s", logs.String())
 	}
 }

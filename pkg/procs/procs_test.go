@@ -265,7 +265,7 @@ func TestRunGivesPsToABusyProcess(t *testing.T) {
 
 	stop := make(chan struct{})
 	wrote := make(chan error, 1)
-	go func(stop <-chan struct{}) {
+	go func() {
 		b := []byte{0}
 		for {
 			select {
@@ -279,15 +279,11 @@ func TestRunGivesPsToABusyProcess(t *testing.T) {
 				return
 			}
 		}
-	}(stop)
-	stopWriting := func() error {
-		if stop == nil {
-			return nil
-		}
+	}()
+	stopWriting := sync.OnceValue(func() error {
 		close(stop)
-		stop = nil
 		return <-wrote
-	}
+	})
 	defer stopWriting()
 	waitProcs(t, def, "while writing")
 	if err := stopWriting(); err != nil {
@@ -309,19 +305,26 @@ func TestRunTakesADemand(t *testing.T) {
 	if n := runtime.GOMAXPROCS(0); n != def {
 		t.Fatalf("GOMAXPROCS %d after a Demand with no controller, want %d", n, def)
 	}
-	<-demands // the controller below starts with none waiting
+	select {
+	case <-demands: // the controller below starts with none waiting
+	default:
+		t.Fatal("no Demand waiting for a controller")
+	}
 	var logs testkit.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the controller's log:\n%s", logs.String())
+		}
+	})
 	runController(t, Config{}, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	waitProcs(t, 1, "at rest")
 	Demand()
 	// All Ps are kept only a few intervals: the log, not a look at
 	// GOMAXPROCS, shows they were given.
 	want := fmt.Sprintf("procs=%d demanded=true", def)
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logs.String(), want); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q logged after a Demand:\n%s", want, logs.String())
-		}
-	}
+	testkit.WaitFor(t, 20*time.Second, fmt.Sprintf("%q in the log after a Demand", want), func() bool {
+		return strings.Contains(logs.String(), want)
+	})
 	waitProcs(t, 1, "after the demand")
 }
 
