@@ -70,3 +70,24 @@ func CallCgroupDir(p *Process) string {
 	}
 	return p.cg.unified
 }
+
+// WatchingChildren reports whether the orphan reaper watches SIGCHLD.
+func WatchingChildren() bool {
+	reaper.mu.Lock()
+	defer reaper.mu.Unlock()
+	return reaper.watching
+}
+
+// SetWatchLinger sets how long SIGCHLD stays watched after the last
+// orphan was seen, for the rest of the test.
+func SetWatchLinger(t testing.TB, d time.Duration) {
+	reaper.mu.Lock()
+	old := watchLinger
+	watchLinger = d
+	reaper.mu.Unlock()
+	t.Cleanup(func() {
+		reaper.mu.Lock()
+		watchLinger = old
+		reaper.mu.Unlock()
+	})
+}

@@ -41,12 +41,17 @@ type Process struct {
 	// atLimit: the call was killed because it reached the session's
 	// process limit; hit: the limits it ran into, known once done.
 	atLimit atomic.Bool
-	// watching is closed when watchProcesses returns; nil without it.
-	watching chan struct{}
-	hit      limitHits
-	done     chan struct{}
-	code     int
-	err      error
+	// watch runs check now and then while the call runs; watchMu
+	// guards it, watchEvery and watchEnded, and holds check's reads of
+	// the call's counters off waitLoop's recycling of the directory.
+	watchMu    sync.Mutex
+	watch      *time.Timer
+	watchEvery time.Duration
+	watchEnded bool
+	hit        limitHits
+	done       chan struct{}
+	code       int
+	err        error
 }
 
 // Pid returns the process id of the first process.
@@ -172,7 +177,7 @@ func (p *Process) waitLoop() {
 	if p.cg != nil {
 		p.hit = p.cg.hits()
 	}
-	reapOrphans()
+	collectOrphans()
 	unregisterCall(p.key, p.proc.Pid)
 	if tagGone {
 		// Only once no process carries the mark may another call get it.
@@ -181,47 +186,56 @@ func (p *Process) waitLoop() {
 	p.closeStdin()
 	close(p.done)
 	// Tidying up after the call is not the caller's wait; the runner's
-	// Close still waits for it. The directory's files are read by the
-	// watcher until it has seen done.
-	if p.watching != nil {
-		<-p.watching
-	}
+	// Close still waits for it. The directory's files are read by check
+	// until it is stopped.
+	p.watchMu.Lock()
+	p.watchEnded = true
+	p.watch.Stop()
+	p.watchMu.Unlock()
 	if p.cg != nil {
 		p.r.cg.recycle(p.cg)
 	}
 }
 
-// processLimitPoll is how often a running call's pids counter is read,
-// doubling from the first up to the last: a fork bomb is stopped within
-// about a second, and a long background process costs one read a second.
+// processLimitPoll is how often a running call is checked (its pids
+// counter read, orphans looked for), doubling from the first up to the
+// last: a fork bomb is stopped within about a second, and a long
+// background process costs one check a second.
 const (
 	processLimitPollFirst = 50 * time.Millisecond
 	processLimitPollLast  = time.Second
 )
 
-// watchProcesses kills the call once a fork of it failed at the process
-// limit: a program that cannot start a process cannot finish its work in
-// most cases, and a fork bomb never stops trying. (cgroup v1 gives no
-// notice of the event, so the counter is read.)
-func (p *Process) watchProcesses() {
-	defer close(p.watching)
-	d := processLimitPollFirst
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.done:
-			return
-		case <-t.C:
-		}
-		if p.cg.hits().processes {
-			p.atLimit.Store(true)
-			p.Abort()
-			return
-		}
-		d = min(2*d, processLimitPollLast)
-		t.Reset(d)
+// startWatch arms the call's first check. A timer rather than a goroutine
+// of its own: most calls end before it fires, and stopping it wakes
+// nothing.
+func (p *Process) startWatch() {
+	p.watchMu.Lock()
+	p.watchEvery = processLimitPollFirst
+	p.watch = time.AfterFunc(p.watchEvery, p.check)
+	p.watchMu.Unlock()
+}
+
+// check looks for orphans the call's processes left to this process
+// (pollOrphans), and kills the call once a fork of it failed at the
+// process limit: a program that cannot start a process cannot finish its
+// work in most cases, and a fork bomb never stops trying. (cgroup v1 gives
+// no notice of the event, so the counter is read.)
+func (p *Process) check() {
+	pollOrphans()
+	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
+	if p.watchEnded {
+		return
 	}
+	if p.cg != nil && p.r.cg.bound.Processes > 0 && p.cg.hits().processes {
+		p.watchEnded = true
+		p.atLimit.Store(true)
+		p.Abort()
+		return
+	}
+	p.watchEvery = min(2*p.watchEvery, processLimitPollLast)
+	p.watch.Reset(p.watchEvery)
 }
 
 // LimitReached names, in words for the model, the resource limits the

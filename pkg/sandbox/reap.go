@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,25 +26,120 @@ import (
 // calls wait4(-1), so it cannot steal the exit status of a child started
 // with os/exec elsewhere in the program. It runs for the rest of the process.
 // Call it once, early in main.
+//
+// It watches SIGCHLD only while orphans are about (see collectOrphans): a
+// call that leaves none costs no wake-up of the signal's goroutines when
+// its process ends, which would otherwise run just before the call's
+// result goes out.
 func BecomeSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: become subreaper: %w", err)
 	}
-	reaperOnce.Do(func() {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, unix.SIGCHLD)
-		go reapLoop(ch)
-	})
+	reaper.mu.Lock()
+	defer reaper.mu.Unlock()
+	if reaper.ch == nil {
+		reaper.ch = make(chan os.Signal, 1)
+		go reapLoop(reaper.ch)
+	}
 	return nil
 }
 
-var reaperOnce sync.Once
+// reaper holds when SIGCHLD is watched. Orphans are found by a scan of
+// the main thread's children (reapOrphans) when a call ends, now and then
+// while a call runs (Process.check) and, while SIGCHLD is watched, at each
+// child's exit. A scan that finds an orphan of a call, ended or not, turns
+// the watching on, so that the orphan is reaped as soon as it exits; once
+// scans have found none for watchLinger, it is turned off again.
+var reaper struct {
+	mu       sync.Mutex     // serialises scans with changes of watching
+	ch       chan os.Signal // SIGCHLD arrives here while watching; nil: not a subreaper
+	watching bool
+	lastSeen time.Time   // when a scan last found an orphan
+	lastScan time.Time   // when the last scan ran
+	off      *time.Timer // runs stopWatching; pending when offSet
+	offSet   bool
+}
 
-// reapLoop collects known orphans whenever a child changes state.
+// watchLinger is how long SIGCHLD stays watched after the last orphan was
+// seen: a command that keeps leaving orphans keeps it on rather than
+// turning it on and off with each of its calls. Read under reaper.mu; a
+// variable for tests.
+var watchLinger = time.Second
+
+// orphanPoll is the least time between two scans of running calls' checks.
+const orphanPoll = 50 * time.Millisecond
+
+// reapLoop collects orphans whenever a child changes state while SIGCHLD
+// is watched.
 func reapLoop(ch <-chan os.Signal) {
 	for range ch {
-		reapOrphans()
+		collectOrphans()
 	}
+}
+
+// collectOrphans reaps the orphans that have ended and watches SIGCHLD
+// while any, ended or alive, are found.
+func collectOrphans() {
+	reaper.mu.Lock()
+	defer reaper.mu.Unlock()
+	reaper.lastScan = time.Now()
+	if !reapOrphans() {
+		if reaper.watching && !reaper.offSet {
+			reaper.offSet = true
+			if reaper.off == nil {
+				reaper.off = time.AfterFunc(watchLinger, stopWatching)
+			} else {
+				reaper.off.Reset(watchLinger)
+			}
+		}
+		return
+	}
+	reaper.lastSeen = time.Now()
+	if reaper.watching || reaper.ch == nil {
+		return
+	}
+	signal.Notify(reaper.ch, unix.SIGCHLD)
+	reaper.watching = true
+	// Orphans that ended before the line above signalled nobody.
+	reapOrphans()
+}
+
+// pollOrphans is collectOrphans for a running call's periodic check: it
+// looks only while SIGCHLD is not watched (an orphan's exit would have
+// been noticed) and not more often than orphanPoll in all, however many
+// calls run.
+func pollOrphans() {
+	reaper.mu.Lock()
+	skip := reaper.watching || time.Since(reaper.lastScan) < orphanPoll
+	reaper.mu.Unlock()
+	if !skip {
+		collectOrphans()
+	}
+}
+
+// stopWatching turns SIGCHLD off when no orphan has been seen for
+// watchLinger and none is found now.
+func stopWatching() {
+	reaper.mu.Lock()
+	defer reaper.mu.Unlock()
+	reaper.offSet = false
+	if !reaper.watching {
+		return
+	}
+	if wait := watchLinger - time.Since(reaper.lastSeen); wait > 0 {
+		reaper.offSet = true
+		reaper.off.Reset(wait)
+		return
+	}
+	reaper.lastScan = time.Now()
+	if reapOrphans() {
+		reaper.lastSeen = time.Now()
+		reaper.offSet = true
+		reaper.off.Reset(watchLinger)
+		return
+	}
+	signal.Stop(reaper.ch)
+	reaper.watching = false
 }
 
 // calls maps the cgroup key of every live call of this process to the pid
@@ -145,16 +241,17 @@ func unregisterCall(key string, pid int) {
 }
 
 // reapOrphans waits for every zombie child of this process that is an
-// orphan of a registered call. It looks for them among the main thread's
-// children only, where orphans land: a call that left nothing behind
-// costs one read of a short file, however many threads (sessions) the
-// process has. (waitid(P_ALL, WNOHANG|WNOWAIT) would tell as well whether
-// any child is a zombie, but the kernel walks every thread's children for
-// it: 9 µs with 1,000 threads against 0.5 µs with none.)
-func reapOrphans() {
+// orphan of a registered call, and reports whether it found any orphan,
+// ended or alive. It looks for them among the main thread's children
+// only, where orphans land: a call that left nothing behind costs one
+// read of a short file, however many threads (sessions) the process has.
+// (waitid(P_ALL, WNOHANG|WNOWAIT) would tell as well whether any child is
+// a zombie, but the kernel walks every thread's children for it: 9 µs
+// with 1,000 threads against 0.5 µs with none.)
+func reapOrphans() (found bool) {
 	kids := ownChildren()
 	if len(kids) == 0 {
-		return
+		return false
 	}
 	calls.mu.Lock()
 	defer calls.mu.Unlock()
@@ -165,15 +262,16 @@ func reapOrphans() {
 			continue
 		}
 		state, ppid, pgrp, ok := parseStat(stat)
-		if !ok || state != 'Z' || ppid != self {
+		if !ok || ppid != self || !isOrphanLocked(pid, pgrp) {
 			continue
 		}
-		if !isOrphanLocked(pid, pgrp) {
-			continue
+		found = true
+		if state == 'Z' {
+			var ws unix.WaitStatus
+			unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 		}
-		var ws unix.WaitStatus
-		unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 	}
+	return found
 }
 
 // isOrphanLocked reports whether the zombie pid is an orphan of a call of

@@ -435,10 +435,7 @@ func (r *Runner) Start(ctx context.Context, c Cmd) (*Process, error) {
 	r.procs[p] = struct{}{}
 	closed := r.closed
 	r.mu.Unlock()
-	if p.cg != nil && r.cg.bound.Processes > 0 {
-		p.watching = make(chan struct{})
-		go p.watchProcesses()
-	}
+	p.startWatch()
 	go p.waitLoop()
 	if closed {
 		p.killNow()

@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toolwire/toolwire/internal/testkit"
 	"github.com/toolwire/toolwire/pkg/sandbox"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
 )
@@ -288,6 +290,56 @@ func TestReaperLeavesOtherChildren(t *testing.T) {
 	wg.Wait()
 	if left := sandboxtest.WaitNoDescendants(5 * time.Second); len(left) > 0 {
 		t.Fatalf("left behind: %v", left)
+	}
+}
+
+// TestOrphanReapedWhileItsCallRuns leaves an orphan that ends while its
+// call still runs. SIGCHLD is not watched while no orphan is about, so a
+// check of the running call must find the orphan, turn the watch on and
+// reap it when it ends, not when the call does; once the call is gone
+// the watch goes off again, and a call that leaves no orphan does not
+// turn it on.
+func TestOrphanReapedWhileItsCallRuns(t *testing.T) {
+	sandbox.SetWatchLinger(t, 5*time.Second)
+	r := newRunner(t, sandbox.Config{})
+	p, err := r.Start(context.Background(), sandbox.Cmd{Args: []string{"/bin/bash", "-c", "( sleep 0.3 & echo $! ); exec sleep 60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		p.Kill()
+		p.Output().Close()
+	}()
+	line, err := bufio.NewReader(p.Output()).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the orphan to be reaped", func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", orphan))
+		return errors.Is(err, os.ErrNotExist)
+	})
+	if !sandbox.WatchingChildren() {
+		t.Error("SIGCHLD not watched with an orphan seen moments ago")
+	}
+	if err := unix.Kill(p.Pid(), 0); err != nil {
+		t.Fatalf("the call ended before its orphan was reaped: %v", err)
+	}
+
+	sandbox.SetWatchLinger(t, 10*time.Millisecond)
+	p.Kill()
+	if code, _ := p.Wait(); code != 137 {
+		t.Errorf("killed call exited %d, want 137", code)
+	}
+	testkit.WaitFor(t, 10*time.Second, "SIGCHLD to be unwatched", func() bool { return !sandbox.WatchingChildren() })
+	if out, code := run(t, r, "echo done"); out != "done\n" || code != 0 {
+		t.Fatalf("got %q exit %d", out, code)
+	}
+	if sandbox.WatchingChildren() {
+		t.Error("a call without orphans turned SIGCHLD watching on")
 	}
 }
 
