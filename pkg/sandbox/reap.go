@@ -44,7 +44,7 @@ func BecomeSubreaper() error {
 	return nil
 }
 
-// reaper holds when SIGCHLD is watched. Orphans are found by a scan of
+// reaper decides when SIGCHLD is watched. Orphans are found by a scan of
 // the main thread's children (reapOrphans) when a call ends, now and then
 // while a call runs (Process.check) and, while SIGCHLD is watched, at each
 // child's exit. A scan that finds an orphan of a call, ended or not, turns
