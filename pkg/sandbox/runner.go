@@ -444,16 +444,16 @@ func (r *Runner) Start(ctx context.Context, c Cmd) (*Process, error) {
 }
 
 func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) {
-	outR, outW, err := os.Pipe()
+	outR, outW, err := outputPipe()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: output pipe: %w", err)
 	}
-	defer outW.Close()
+	defer unix.Close(outW)
 	p := &Process{r: r, out: outR, done: make(chan struct{})}
 	stdin, err := p.stdinFile(c.Stdin)
 	errW := outW
 	if c.Stderr != nil {
-		errW = c.Stderr
+		errW = int(c.Stderr.Fd())
 	}
 	if err == nil {
 		err = r.givePipe(outW, p.stdinChild, c.Stderr)
@@ -486,13 +486,11 @@ func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) 
 		cgroupFD: -1,
 		limits:   r.rlimits,
 	}
-	for _, f := range []*os.File{stdin, outW, errW} {
-		fd := -1
-		if f != nil {
-			fd = int(f.Fd())
-		}
-		req.files = append(req.files, fd)
+	in := -1
+	if stdin != nil {
+		in = int(stdin.Fd())
 	}
+	req.files = []int{in, outW, errW}
 	if r.cg != nil {
 		cc, err := r.cg.newCall(r.cfg.Limits)
 		if err != nil {
@@ -540,10 +538,14 @@ func (r *Runner) start(path, dir string, env []string, c Cmd) (*Process, error) 
 }
 
 // givePipe hands pipes to the sandbox user, so that its processes can
-// reopen them through /dev/stdout, /dev/stderr or /proc/self/fd.
-func (r *Runner) givePipe(files ...*os.File) error {
+// reopen them through /dev/stdout, /dev/stderr or /proc/self/fd: the
+// output pipe's write end, and stdin and stderr files when set.
+func (r *Runner) givePipe(out int, files ...*os.File) error {
 	if !r.id.switched {
 		return nil
+	}
+	if err := unix.Fchown(out, r.id.uid, r.id.gid); err != nil {
+		return fmt.Errorf("sandbox: pipe owner: %w", err)
 	}
 	for _, f := range files {
 		if f == nil {
@@ -554,6 +556,25 @@ func (r *Runner) givePipe(files ...*os.File) error {
 		}
 	}
 	return nil
+}
+
+// outputPipe makes the pipe a call's processes write their output to. The
+// read end is an *os.File in the runtime's poller; the write end stays a
+// bare descriptor, since only the child uses it: making it an *os.File
+// too (as os.Pipe does) would register it with the poller and switch it
+// to non-blocking and back before the fork, six system calls a call for
+// nothing.
+func outputPipe() (*os.File, int, error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, -1, err
+	}
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, -1, err
+	}
+	return os.NewFile(uintptr(fds[0]), "|0"), fds[1], nil
 }
 
 // explainStartError turns a failed start into an error that names what was
