@@ -145,8 +145,9 @@ var demands = make(chan struct{}, 1)
 // for its next look: a part of the process that finds itself moving data
 // as fast as it can (a command's output filling every read) knows before
 // any window shows it, and a window (50 ms, after up to 250 ms of an idle
-// interval) can be longer than the whole burst. The Ps are kept at least
-// the hold, then the usual rules apply. Without a running controller, or
+// interval) can be longer than the whole burst. The Ps are kept a window
+// at the least and two intervals past the last Demand (see state.demand),
+// then the usual rules apply. Without a running controller, or
 // with all Ps already, it does nothing. It never blocks.
 func Demand() {
 	select {

@@ -85,12 +85,7 @@ func collectOrphans() {
 	reaper.lastScan = time.Now()
 	if !reapOrphans() {
 		if reaper.watching && !reaper.offSet {
-			reaper.offSet = true
-			if reaper.off == nil {
-				reaper.off = time.AfterFunc(watchLinger, stopWatching)
-			} else {
-				reaper.off.Reset(watchLinger)
-			}
+			armStopLocked(watchLinger)
 		}
 		return
 	}
@@ -127,19 +122,27 @@ func stopWatching() {
 		return
 	}
 	if wait := watchLinger - time.Since(reaper.lastSeen); wait > 0 {
-		reaper.offSet = true
-		reaper.off.Reset(wait)
+		armStopLocked(wait)
 		return
 	}
 	reaper.lastScan = time.Now()
 	if reapOrphans() {
 		reaper.lastSeen = time.Now()
-		reaper.offSet = true
-		reaper.off.Reset(watchLinger)
+		armStopLocked(watchLinger)
 		return
 	}
 	signal.Stop(reaper.ch)
 	reaper.watching = false
+}
+
+// armStopLocked has stopWatching run after d.
+func armStopLocked(d time.Duration) {
+	reaper.offSet = true
+	if reaper.off == nil {
+		reaper.off = time.AfterFunc(d, stopWatching)
+	} else {
+		reaper.off.Reset(d)
+	}
 }
 
 // calls maps the cgroup key of every live call of this process to the pid
