@@ -27,9 +27,9 @@ var psLogged = regexp.MustCompile(`msg="scheduler Ps" procs=(\d+)`)
 // it take all its Ps.
 var demandLogged = regexp.MustCompile(`msg="scheduler Ps" procs=(\d+) demanded=true`)
 
-// lastProcs returns the number of Ps toolsvc's log last reported, 0 if none.
-func lastProcs(logs *testkit.Buffer) int {
-	m := psLogged.FindAllStringSubmatch(logs.String(), -1)
+// lastProcs returns the number of Ps the log last reported, 0 if none.
+func lastProcs(log string) int {
+	m := psLogged.FindAllStringSubmatch(log, -1)
 	if len(m) == 0 {
 		return 0
 	}
@@ -53,7 +53,7 @@ func TestServeAdaptsSchedulerProcs(t *testing.T) {
 		waitLog(t, logs, "scheduler Ps left as they are", "one CPU only")
 		return
 	}
-	waitFor(t, "one P at rest", func() bool { return lastProcs(logs) == 1 })
+	waitFor(t, "one P at rest", func() bool { return lastProcs(logs.String()) == 1 })
 
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -73,10 +73,10 @@ func TestServeAdaptsSchedulerProcs(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, "all Ps while 16 sessions read", func() bool { return lastProcs(logs) > 1 })
+	waitFor(t, "all Ps while 16 sessions read", func() bool { return lastProcs(logs.String()) > 1 })
 	stop.Store(true)
 	wg.Wait()
-	waitFor(t, "one P after the load", func() bool { return lastProcs(logs) == 1 })
+	waitFor(t, "one P after the load", func() bool { return lastProcs(logs.String()) == 1 })
 }
 
 // TestServeAdaptiveProcsOff: with --adaptive-procs=false the controller
@@ -96,7 +96,7 @@ func TestServeKeepsGOMAXPROCSFromTheEnvironment(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "2")
 	_, _, logs := startServeLogged(t, sandboxtest.Dir(t), "--log-level", "debug")
 	waitLog(t, logs, "scheduler Ps left as they are", "GOMAXPROCS is set in the environment")
-	if lastProcs(logs) != 0 {
+	if lastProcs(logs.String()) != 0 {
 		t.Fatalf("the controller ran with GOMAXPROCS set:\n%s", logs.String())
 	}
 }
@@ -135,45 +135,39 @@ func TestServeGivesPsToAStream(t *testing.T) {
 	// shell that never demands fails every attempt.
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
-		waitFor(t, "one P at rest", func() bool { return lastProcs(logs) == 1 })
-		from := len(logs.String())
+		// from is where the log stood when it last said one P: whatever
+		// the controller does after that is in the log past from.
+		var from int
+		waitFor(t, "one P at rest", func() bool {
+			log := logs.String()
+			from = len(log)
+			return lastProcs(log) == 1
+		})
 		res := runCall(t, `[{"type":"tool_use","id":"s","name":"Bash","input":{"command":"head -c 16777216 /dev/zero | tr '\\0' x"}}]`, "--insecure", "--addr", addr)
 		if len(res) != 1 || (res[0].IsError != nil && *res[0].IsError) {
 			t.Fatalf("the streaming command failed: %+v", res)
 		}
-		// A demand is logged while the stream runs, so by the time the
-		// call returns; a change by the controller's rules can come later.
-		line := firstProcsLine(func() string { return logs.String()[from:] }, 5*time.Second)
-		if line == "" {
-			t.Fatalf("no change of Ps in the log within 5s of a 16 MiB stream (no demand):\n%s", logs.String())
-		}
+		// The controller was at one P, so the stream's demand (or a change
+		// by the controller's rules before it) is logged by the time the
+		// call returns.
+		var line string // the controller's first line past from
+		testkit.WaitFor(t, 5*time.Second, "a change of Ps in the log after a 16 MiB stream (a demand)", func() bool {
+			tail := logs.String()[from:]
+			loc := psLogged.FindStringIndex(tail)
+			if loc != nil {
+				line, _, _ = strings.Cut(tail[loc[0]:], "\n")
+			}
+			return loc != nil
+		})
 		if m := demandLogged.FindStringSubmatch(line); m != nil {
 			if m[1] == "1" {
-				t.Fatalf("a demand that did not give all Ps:\n%s", logs.String())
+				t.Fatalf("a demand that did not give all Ps: %s", line)
 			}
 			return
 		}
 		if attempt == attempts {
-			t.Fatalf("%d streams, and none had toolsvc demand all Ps before its controller changed them otherwise:\n%s", attempts, logs.String())
+			t.Fatalf("%d streams, and none had toolsvc demand all Ps before its controller changed them otherwise", attempts)
 		}
 		t.Logf("attempt %d: the controller changed the Ps first (%s); streaming again", attempt, line)
-	}
-}
-
-// firstProcsLine returns the first line of the log read returns that
-// reports a change of Ps, reading it again until there is one or wait has
-// passed ("").
-func firstProcsLine(read func() string, wait time.Duration) string {
-	deadline := time.Now().Add(wait)
-	for {
-		log := read()
-		if loc := psLogged.FindStringIndex(log); loc != nil {
-			line, _, _ := strings.Cut(log[loc[0]:], "\n")
-			return line
-		}
-		if time.Now().After(deadline) {
-			return ""
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
