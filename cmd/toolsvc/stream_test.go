@@ -64,14 +64,25 @@ func TestServeStreamsOutputIntact(t *testing.T) {
 	}
 	defer conn.Close()
 	// seq prints the first lines, then waits until the test has resumed
-	// the stream (it makes the file gate), then prints the rest: the resumed
-	// reader gets output however long the resume takes (while no reader
-	// takes events, progress that does not fit is dropped).
-	const lines, firstLines = 3000000, 1000000 // 22 MB, the first 6.9 MB
+	// the stream (it makes the file gate), then prints the rest a piece at
+	// a time, each once the test has had the output before it (it makes
+	// ack.<first line of the piece>). So the resumed reader gets output
+	// however long the resume takes and however slow the reader is: when a
+	// reader takes no event for a while, progress that does not fit is
+	// dropped (and counted), and a command that ran ahead of a slow reader
+	// would leave it too little to read.
+	const lines, firstLines, piece = 3000000, 1000000, 200000 // 22 MB, the first 6.9 MB
 	want, lineAt := seqOutput(lines)
-	command := fmt.Sprintf("seq 1 %d && for i in $(seq 600); do [ -e gate ] && break; sleep 0.1; done && seq %d %d",
-		firstLines, firstLines+1, lines)
-	input, err := json.Marshal(map[string]string{"command": command})
+	var command strings.Builder
+	command.WriteString(`await() { for i in $(seq 1200); do [ -e "$1" ] && return; sleep 0.05; done; return 1; }; `)
+	fmt.Fprintf(&command, "seq 1 %d && await gate", firstLines)
+	for from := firstLines + 1; from <= lines; from += piece {
+		if from > firstLines+1 {
+			fmt.Fprintf(&command, " && await ack.%d", from)
+		}
+		fmt.Fprintf(&command, " && seq %d %d", from, min(from+piece-1, lines))
+	}
+	input, err := json.Marshal(map[string]string{"command": command.String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +117,7 @@ func TestServeStreamsOutputIntact(t *testing.T) {
 		before, after int    // output bytes received before and after the resume
 		resumed       bool
 		result        *executorv1.Result
+		acked         = firstLines + 1 + piece // the first line of the next piece to let out
 	)
 	for result == nil {
 		ev, err := stream.Recv()
@@ -129,6 +141,13 @@ func TestServeStreamsOutputIntact(t *testing.T) {
 			}
 		}
 		result = ev.GetResult()
+		for resumed && acked <= lines && next >= lineAt[acked] {
+			// The output before this piece is in: let the command print it.
+			if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("ack.%d", acked)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			acked += piece
+		}
 		if !resumed && (before >= 4<<20 || next >= lineAt[firstLines+1]) {
 			// Break the stream and take the session up again from the
 			// last event received: after 4 MiB, or once the first part
