@@ -19,6 +19,7 @@ import (
 
 	executorv1 "github.com/toolwire/toolwire/gen/toolwire/executor/v1"
 	orchv1 "github.com/toolwire/toolwire/gen/toolwire/orchestrator/v1"
+	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator/pgstore/pgtest"
 	"github.com/toolwire/toolwire/pkg/rpcerr"
@@ -127,6 +128,97 @@ func follow(t *testing.T, ctx context.Context, addr, id string, after uint64, te
 // turn over, issues the request again and completes the turn. The client
 // reconnects to whichever replica lives and receives every event after the
 // last one it saw; the Bash call ran exactly once.
+// createBypass creates session id on addr in bypassPermissions mode.
+func createBypass(t *testing.T, ctx context.Context, addr, id string) {
+	t.Helper()
+	if _, err := dial(t, addr).CreateSession(ctx, &orchv1.CreateSessionRequest{SessionId: id, Config: &orchv1.SessionConfig{
+		Settings: &executorv1.Settings{Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// clientView is what a client saw of a session, over any number of
+// streams and replicas.
+type clientView struct {
+	got  []seen
+	last uint64 // the newest sequence number seen
+}
+
+// record adds r, which must come after every event seen.
+func (v *clientView) record(t *testing.T, r *orchv1.ConverseResponse) {
+	t.Helper()
+	if r.GetSequence() <= v.last {
+		t.Errorf("event %d (%s) after %d: out of order or twice", r.GetSequence(), describe(r), v.last)
+	}
+	v.last = r.GetSequence()
+	v.got = append(v.got, seen{r.GetSequence(), describe(r)})
+}
+
+// count returns how many of the events seen were what.
+func (v *clientView) count(what string) int {
+	n := 0
+	for _, e := range v.got {
+		if e.what == what {
+			n++
+		}
+	}
+	return n
+}
+
+// untilToolUse records the events of stream up to its first tool_use.
+func (v *clientView) untilToolUse(t *testing.T, stream orchv1.OrchestratorService_ConverseClient) {
+	t.Helper()
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("before the tool_use: %v", err)
+		}
+		v.record(t, r)
+		if r.GetToolUse() != nil {
+			return
+		}
+	}
+}
+
+// untilTurnComplete records the events of stream up to the turn's end.
+func (v *clientView) untilTurnComplete(t *testing.T, stream orchv1.OrchestratorService_ConverseClient) *orchv1.TurnComplete {
+	t.Helper()
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("before the turn's end: %v", err)
+		}
+		v.record(t, r)
+		if done := r.GetTurnComplete(); done != nil {
+			return done
+		}
+	}
+}
+
+// rest records the events of stream until it ends (its replica is gone).
+func (v *clientView) rest(t *testing.T, stream orchv1.OrchestratorService_ConverseClient) {
+	t.Helper()
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			return
+		}
+		v.record(t, r)
+	}
+}
+
+// waitRunning waits until a process whose command line holds arg runs.
+func waitRunning(t *testing.T, ctx context.Context, arg string) {
+	t.Helper()
+	for len(pidsWith(arg)) == 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("no process with %s ever ran", arg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestFailoverMidTurn(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	root := sandboxtest.Dir(t)
@@ -147,43 +239,13 @@ func TestFailoverMidTurn(t *testing.T) {
 	defer cancel()
 
 	// Any replica serves any session: create on b, converse on a.
-	if _, err := dial(t, b.addr).CreateSession(ctx, &orchv1.CreateSessionRequest{SessionId: "fo", Config: &orchv1.SessionConfig{
-		Settings: &executorv1.Settings{Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS},
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	var got []seen
-	var last uint64
-	record := func(r *orchv1.ConverseResponse) {
-		if r.GetSequence() <= last {
-			t.Errorf("event %d (%s) after %d: out of order or twice", r.GetSequence(), describe(r), last)
-		}
-		last = r.GetSequence()
-		got = append(got, seen{r.GetSequence(), describe(r)})
-	}
-
+	createBypass(t, ctx, b.addr, "fo")
+	var view clientView
 	stream := follow(t, ctx, a.addr, "fo", 0, "run the long job")
-	first := uint64(0)
-	for {
-		r, err := stream.Recv()
-		if err != nil {
-			t.Fatalf("before the kill: %v", err)
-		}
-		if first == 0 {
-			first = r.GetSequence() - 1
-		}
-		record(r)
-		if r.GetToolUse() != nil {
-			break
-		}
-	}
+	view.untilToolUse(t, stream)
+	first := view.got[0].seq - 1
 	// The call runs on the executor: kill the replica running the turn.
-	for len(pidsWith(sleepArg)) == 0 {
-		if ctx.Err() != nil {
-			t.Fatal("the Bash call never started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitRunning(t, ctx, sleepArg)
 	// While a runs the turn, b refuses a second one: SESSION_BUSY.
 	busy := follow(t, ctx, b.addr, "fo", 0, "a second turn")
 	for {
@@ -199,19 +261,13 @@ func TestFailoverMidTurn(t *testing.T) {
 		}
 	}
 	a.kill(t)
-	for {
-		r, err := stream.Recv()
-		if err != nil {
-			break // a is gone
-		}
-		record(r)
-	}
+	view.rest(t, stream)
 	if len(pidsWith(sleepArg)) == 0 {
 		t.Fatal("the Bash call ended with the replica: it must run on")
 	}
 
 	// Reconnect to b, which takes the turn over once a's lease expires.
-	stream = follow(t, ctx, b.addr, "fo", last, "")
+	stream = follow(t, ctx, b.addr, "fo", view.last, "")
 	streamDone := make(chan struct{})
 	var onB []*orchv1.ConverseResponse
 	go func() {
@@ -231,21 +287,13 @@ func TestFailoverMidTurn(t *testing.T) {
 	b.kill(t)
 	<-streamDone
 	for _, r := range onB {
-		record(r)
+		view.record(t, r)
 	}
 
 	// A replica started in a's place takes the turn over and finishes it.
 	a2 := startReplica(t, fake, dsn, "a2", toolsvc)
-	stream = follow(t, ctx, a2.addr, "fo", last, "")
-	var done *orchv1.TurnComplete
-	for done == nil {
-		r, err := stream.Recv()
-		if err != nil {
-			t.Fatalf("on a2: %v", err)
-		}
-		record(r)
-		done = r.GetTurnComplete()
-	}
+	stream = follow(t, ctx, a2.addr, "fo", view.last, "")
+	done := view.untilTurnComplete(t, stream)
 	if done.GetStopReason() != orchv1.StopReason_STOP_REASON_END_TURN || done.GetText() != "All done." {
 		t.Fatalf("turn complete: %v", done)
 	}
@@ -264,16 +312,11 @@ func TestFailoverMidTurn(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("events the client saw over three replicas: %v", got)
-	if !slices.Equal(got, want) {
-		t.Errorf("the client saw, over three replicas:\n%v\nthe store holds:\n%v", got, want)
+	t.Logf("events the client saw over three replicas: %v", view.got)
+	if !slices.Equal(view.got, want) {
+		t.Errorf("the client saw, over three replicas:\n%v\nthe store holds:\n%v", view.got, want)
 	}
-	var uses, results int
-	for _, e := range got {
-		uses += boolInt(e.what == "tool_use toolu_long")
-		results += boolInt(e.what == "tool_result toolu_long")
-	}
-	if uses != 1 || results != 1 {
+	if uses, results := view.count("tool_use toolu_long"), view.count("tool_result toolu_long"); uses != 1 || results != 1 {
 		t.Errorf("the client saw %d tool_use and %d tool_result events of toolu_long, want 1 and 1", uses, results)
 	}
 
@@ -308,6 +351,75 @@ func TestFailoverMidTurn(t *testing.T) {
 	}
 }
 
+// TestFailoverMidResponse: a replica that dies while the model's response
+// still streams, after it sent a complete tool_use to the executor, leaves
+// a call running that the transcript does not show yet. The replica that
+// takes the turn over finds the response's blocks up to that call in the
+// store, records them as the message, waits for the call's result (it ran
+// once) and asks the model again with it, as after a cut stream: the
+// client sees the tool_use and its tool_result once each.
+func TestFailoverMidResponse(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	root := sandboxtest.Dir(t)
+	toolsvc := startToolsvc(t, root)
+	const sleepArg = "1.6180" // names the call's process
+	cut := make(chan struct{})
+	defer close(cut)
+	fake := fakeapi.New(t,
+		// The response stops after the call, as if the model were still
+		// writing the next block, until its replica dies.
+		fakeapi.ToolTurn(
+			fakeapi.Thinking("the job is long", "sig-mid"),
+			fakeapi.Text("Starting the job."),
+			fakeapi.ToolUse("toolu_mid", "Bash", map[string]any{
+				"command": "printf 'x\\n' >> ledger.toolu_mid; sleep " + sleepArg + "; echo mid-done"}),
+			fakeapi.Block{Type: "text", Text: "never sent", Wait: cut},
+		),
+		fakeapi.EndTurn(fakeapi.Text("Done after all.")),
+	)
+	a := startReplica(t, fake, dsn, "a", toolsvc)
+	b := startReplica(t, fake, dsn, "b", toolsvc)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	createBypass(t, ctx, a.addr, "mid")
+	var view clientView
+	stream := follow(t, ctx, a.addr, "mid", 0, "run the job")
+	view.untilToolUse(t, stream)
+	waitRunning(t, ctx, sleepArg)
+	a.kill(t)
+	view.rest(t, stream)
+
+	stream = follow(t, ctx, b.addr, "mid", view.last, "")
+	done := view.untilTurnComplete(t, stream)
+	if done.GetStopReason() != orchv1.StopReason_STOP_REASON_END_TURN || done.GetText() != "Done after all." {
+		t.Fatalf("turn complete: %v", done)
+	}
+	t.Logf("events the client saw over two replicas: %v", view.got)
+	if uses, results := view.count("tool_use toolu_mid"), view.count("tool_result toolu_mid"); uses != 1 || results != 1 {
+		t.Errorf("the client saw %d tool_use and %d tool_result events of toolu_mid, want 1 and 1", uses, results)
+	}
+	if ledger, err := os.ReadFile(filepath.Join(root, "ledger.toolu_mid")); err != nil || string(ledger) != "x\n" {
+		t.Errorf("ledger of toolu_mid: %q %v, want one run", ledger, err)
+	}
+	// b asked the model once, with the response up to the call and the
+	// call's result.
+	reqs := fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	msgs := reqs[1].Body.Messages
+	if len(msgs) != 3 {
+		t.Fatalf("the request after the take-over carries %s", mustJSON(t, msgs))
+	}
+	if c := msgs[1].Content; len(c) != 3 || c[0].Type != model.BlockThinking || c[0].Signature != "sig-mid" ||
+		c[1].Text != "Starting the job." || c[2].ID != "toolu_mid" || c[2].Name != "Bash" {
+		t.Errorf("the response up to the call was recorded as %s", mustJSON(t, msgs[1]))
+	}
+	if c := msgs[2].Content; len(c) != 1 || c[0].ToolUseID != "toolu_mid" || c[0].Content[0].Text != "mid-done" {
+		t.Errorf("the call's result went back as %s", mustJSON(t, msgs[2]))
+	}
+}
+
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -315,13 +427,6 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // TestHandOverOnSIGTERM: a replica that is stopped (a node drain, a
@@ -342,11 +447,7 @@ func TestHandOverOnSIGTERM(t *testing.T) {
 	b := startReplica(t, fake, dsn, "b", toolsvc)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := dial(t, a.addr).CreateSession(ctx, &orchv1.CreateSessionRequest{SessionId: "drain", Config: &orchv1.SessionConfig{
-		Settings: &executorv1.Settings{Mode: executorv1.PermissionMode_PERMISSION_MODE_BYPASS_PERMISSIONS},
-	}}); err != nil {
-		t.Fatal(err)
-	}
+	createBypass(t, ctx, a.addr, "drain")
 	stream := follow(t, ctx, a.addr, "drain", 0, "run it")
 	var last uint64
 	for {
@@ -359,12 +460,7 @@ func TestHandOverOnSIGTERM(t *testing.T) {
 			break
 		}
 	}
-	for len(pidsWith(sleepArg)) == 0 {
-		if ctx.Err() != nil {
-			t.Fatal("the Bash call never started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitRunning(t, ctx, sleepArg)
 	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

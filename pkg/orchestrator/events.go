@@ -117,6 +117,12 @@ type Event struct {
 	// execSeq is the executor event this one came from, if any: a shared
 	// store records it with the event.
 	execSeq uint64
+	// blocks, on an EventToolUse of the conversation's own response with a
+	// shared store, are the response's blocks completed since its call
+	// before this one, this call's tool_use block last: a store records
+	// them so that a replica taking over a turn whose replica stopped
+	// mid-response can record the response up to its last call.
+	blocks []model.Block
 	// Tasks is the whole task list after a change (EventTasks).
 	Tasks []tasklist.Task
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,8 +23,10 @@ import (
 // replica holds the session's executor stream. When a replica dies in the
 // middle of a turn its lease expires, and another takes the turn over: it
 // resumes the executor session after the last executor event stored (calls
-// keep running, their events are replayed, none runs twice), asks the
-// model again if a request was under way, and finishes the turn.
+// keep running, their events are replayed, none runs twice), records the
+// response the dead replica was streaming up to the last call it had sent
+// (recoverResponse), asks the model again if a request was under way, and
+// finishes the turn.
 
 // Defaults of replicas.
 const (
@@ -66,6 +69,12 @@ func (o *Orchestrator) sweep() {
 			continue
 		}
 		for _, id := range ids {
+			if o.runsTurn(id) {
+				// Its renewals came late (a slow store): the turn renews
+				// the lease still, and taking it over here would end it.
+				o.log.Warn("the lease of a turn this replica runs expired before it was renewed", "session_id", id)
+				continue
+			}
 			ok, err := o.cfg.Store.TakeOver(o.ctx, id, o.cfg.Replica, o.cfg.LeaseTTL)
 			if err != nil {
 				o.log.Warn("take over an expired lease", "session_id", id, "err", err)
@@ -76,6 +85,14 @@ func (o *Orchestrator) sweep() {
 			}
 		}
 	}
+}
+
+// runsTurn reports whether a turn of session id runs on this replica.
+func (o *Orchestrator) runsTurn(id string) bool {
+	o.mu.Lock()
+	s := o.sessions[id]
+	o.mu.Unlock()
+	return s != nil && s.localBusy()
 }
 
 // listen hands the notes of other replicas (interrupts, permission
@@ -330,6 +347,8 @@ func (s *Subscription) nextStored(ctx context.Context) (Event, error) {
 type storedEvent struct {
 	Kind         EventKind                  `json:"kind"`
 	MessageID    string                     `json:"message_id,omitempty"`
+	Parent       string                     `json:"parent_tool_use_id,omitempty"`
+	Blocks       []model.Block              `json:"blocks,omitempty"`
 	Text         string                     `json:"text,omitempty"`
 	ToolUse      *ToolUse                   `json:"tool_use,omitempty"`
 	Started      *execapi.Started           `json:"started,omitempty"`
@@ -387,9 +406,9 @@ func withClass(text, class string) error {
 // EncodeEvent encodes ev for a store. Errors keep their text and class
 // (ErrExecutorUnavailable, ErrClosed, ...), not their chain.
 func EncodeEvent(ev Event) ([]byte, error) {
-	se := storedEvent{Kind: ev.Kind, MessageID: ev.MessageID, Text: ev.Text, ToolUse: ev.ToolUse, Started: ev.Started,
-		Progress: ev.Progress, Result: ev.Result, Permission: ev.Permission, Message: ev.Message,
-		Notification: ev.Notification, Retry: ev.Retry}
+	se := storedEvent{Kind: ev.Kind, MessageID: ev.MessageID, Parent: ev.ParentToolUseID, Blocks: ev.blocks,
+		Text: ev.Text, ToolUse: ev.ToolUse, Started: ev.Started, Progress: ev.Progress, Result: ev.Result,
+		Permission: ev.Permission, Message: ev.Message, Notification: ev.Notification, Retry: ev.Retry}
 	if e := ev.Error; e != nil {
 		se.Error = &storedError{Kind: e.Kind, Message: e.Message, Recoverable: e.Recoverable, Class: classOf(e.Err)}
 	}
@@ -409,9 +428,9 @@ func DecodeEvent(data []byte) (Event, error) {
 	if err := json.Unmarshal(data, &se); err != nil {
 		return Event{}, err
 	}
-	ev := Event{Kind: se.Kind, MessageID: se.MessageID, Text: se.Text, ToolUse: se.ToolUse, Started: se.Started,
-		Progress: se.Progress, Result: se.Result, Permission: se.Permission, Message: se.Message,
-		Notification: se.Notification, Retry: se.Retry}
+	ev := Event{Kind: se.Kind, MessageID: se.MessageID, ParentToolUseID: se.Parent, blocks: se.Blocks,
+		Text: se.Text, ToolUse: se.ToolUse, Started: se.Started, Progress: se.Progress, Result: se.Result,
+		Permission: se.Permission, Message: se.Message, Notification: se.Notification, Retry: se.Retry}
 	if e := se.Error; e != nil {
 		ev.Error = &ErrorInfo{Kind: e.Kind, Message: e.Message, Recoverable: e.Recoverable, Err: withClass(e.Message, e.Class)}
 	}
@@ -448,6 +467,10 @@ func (s *Session) lease(ctx context.Context, takenOver bool) error {
 		s.link = nil
 	}
 	s.linkMu.Unlock()
+	if err := s.recoverResponse(ctx); err != nil {
+		_ = st.EndLease(context.WithoutCancel(ctx), s.id, s.o.cfg.Replica)
+		return err
+	}
 	if !takenOver {
 		// Calls left without results by a turn nobody took over (its
 		// replica lost the lease and the one that took it failed) get
@@ -459,6 +482,59 @@ func (s *Session) lease(ctx context.Context, takenOver bool) error {
 	}
 	return nil
 }
+
+// recoverResponse records the response a replica was streaming when it
+// stopped, up to the last call it made: that replica sent the calls to the
+// executor the moment each was complete, where they run on, so the
+// transcript must show them for their results to be had and sent back,
+// as after a cut stream. The blocks are those the store recorded with the
+// calls' events since the transcript's last message. A turn that is not
+// open, or whose transcript ends with the model's message, was not
+// streaming a response; one that made no call leaves nothing to record.
+// The lease is held.
+func (s *Session) recoverResponse(ctx context.Context) error {
+	s.mu.Lock()
+	streaming := s.turnOpen && len(s.messages) > 0 && s.messages[len(s.messages)-1].Role == model.RoleUser
+	s.mu.Unlock()
+	if !streaming {
+		return nil
+	}
+	var calls []Event // the response's calls, newest first
+	for to, done := s.events.last(), false; to > 0 && !done; {
+		from := to - min(to, responsePage)
+		stored, err := s.o.cfg.Store.Events(ctx, s.id, from, int(to-from))
+		if err != nil {
+			return err
+		}
+		for i := len(stored) - 1; i >= 0 && !done; i-- {
+			ev, err := DecodeEvent(stored[i].Data)
+			if err != nil {
+				return fmt.Errorf("event %d of session %s: %w", stored[i].Seq, s.id, err)
+			}
+			switch {
+			case ev.Kind == EventMessage:
+				done = true // the transcript holds what came before
+			case ev.Kind == EventToolUse && len(ev.blocks) > 0 && (len(calls) == 0 || ev.MessageID == calls[0].MessageID):
+				calls = append(calls, ev)
+			}
+		}
+		to = from
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	var blocks []model.Block
+	for _, ev := range slices.Backward(calls) {
+		blocks = append(blocks, ev.blocks...)
+	}
+	msg := (&model.Response{Content: blocks}).Message()
+	s.log.Warn("the turn's replica stopped mid-response; recording the response up to its last call",
+		"message_id", calls[0].MessageID, "calls", len(calls))
+	return s.addMessage(msg, calls[0].MessageID)
+}
+
+// responsePage is how many stored events recoverResponse reads at a time.
+const responsePage = 256
 
 // release ends the turn's lease: renewing stops, the executor stream is
 // detached (the next turn may run on another replica), and the lease is

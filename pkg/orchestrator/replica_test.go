@@ -3,9 +3,14 @@ package orchestrator_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwire/toolwire/internal/testkit"
 	"github.com/toolwire/toolwire/pkg/embedded"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
@@ -16,8 +21,9 @@ import (
 )
 
 // replicas starts n orchestrators on one PostgreSQL and one in-process
-// executor, named r0, r1, ...
-func replicas(t *testing.T, fake *fakeapi.Server, n int) ([]*orchestrator.Orchestrator, string) {
+// executor, named r0, r1, ..., each with its configuration changed by
+// opts.
+func replicas(t *testing.T, fake *fakeapi.Server, n int, opts ...func(*orchestrator.Config)) ([]*orchestrator.Orchestrator, string) {
 	t.Helper()
 	dsn := pgtest.DSN(t)
 	emb, err := embedded.Start(context.Background(), embedded.Config{Root: sandboxtest.Dir(t)})
@@ -36,10 +42,14 @@ func replicas(t *testing.T, fake *fakeapi.Server, n int) ([]*orchestrator.Orches
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := orchestrator.New(orchestrator.Config{
+		cfg := orchestrator.Config{
 			Model: client, Executor: executorClient(t, emb.Conn()), DefaultExecutor: "embedded",
 			Store: st, Replica: "r" + string(rune('0'+i)), LeaseTTL: time.Second,
-		})
+		}
+		for _, opt := range opts {
+			opt(&cfg)
+		}
+		o, err := orchestrator.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,5 +240,114 @@ func TestExpiredLeaseWithoutATurn(t *testing.T) {
 	}
 	if n := len(fake.Requests()); n != 2 {
 		t.Errorf("%d model requests, want 2", n)
+	}
+}
+
+// TestReplicaEventsKeepTheirAgent: with a shared store a client reads a
+// turn's events from the store, wherever the turn runs; a subagent's
+// events keep the id of the Agent call that runs it there too.
+func TestReplicaEventsKeepTheirAgent(t *testing.T) {
+	fake := fakeapi.New(t)
+	fake.SetFallback(subagentReply(
+		func(r *fakeapi.Request) fakeapi.Reply {
+			if len(r.Body.Messages) == 1 {
+				return fakeapi.ToolTurn(fakeapi.ToolUse("toolu_agent", "Agent", map[string]any{"description": "look", "prompt": "look"}))
+			}
+			return fakeapi.EndTurn(fakeapi.Text("done"))
+		},
+		func(r *fakeapi.Request) fakeapi.Reply {
+			if len(r.Body.Messages) == 1 {
+				return fakeapi.ToolTurn(fakeapi.ToolUse("toolu_sub", "Glob", map[string]any{"pattern": "*.none"}))
+			}
+			return fakeapi.EndTurn(fakeapi.Text("nothing there"))
+		}))
+	rs, _ := replicas(t, fake, 2)
+	ctx := context.Background()
+	s0, err := rs[0].Create(ctx, "agents", orchestrator.SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := rs[1].Session(ctx, "agents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := s1.Subscribe(s1.LastSequence())
+	if res, err := s0.Run(ctx, "go"); err != nil || res.Text != "done" {
+		t.Fatalf("turn on r0: %+v %v", res, err)
+	}
+	parents := map[string]string{} // tool_use id: its event's ParentToolUseID
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case orchestrator.EventToolUse:
+			parents[ev.ToolUse.ID] = ev.ParentToolUseID
+		case orchestrator.EventToolResult:
+			if want := parents[ev.Result.ToolUseID]; ev.ParentToolUseID != want {
+				t.Errorf("the result of %s came with parent %q, its tool_use with %q", ev.Result.ToolUseID, ev.ParentToolUseID, want)
+			}
+		}
+		if ev.Kind == orchestrator.EventTurnComplete {
+			break
+		}
+	}
+	if p, ok := parents["toolu_sub"]; !ok || p != "toolu_agent" || parents["toolu_agent"] != "" {
+		t.Errorf("tool_use events on r1 with their parents: %v, want toolu_sub under toolu_agent", parents)
+	}
+}
+
+// TestLateRenewalKeepsTheTurn: when the renewals of a turn's lease come
+// late (a slow store) and the lease expires, the replica running the turn
+// does not take it over from itself, which would end its own turn: the
+// turn goes on and ends normally.
+func TestLateRenewalKeepsTheTurn(t *testing.T) {
+	gate := make(chan struct{})
+	fake := fakeapi.New(t, fakeapi.EndTurn(fakeapi.Block{Type: "text", Text: "finished", Wait: gate}))
+	var logs testkit.Buffer
+	rs, dsn := replicas(t, fake, 1, func(c *orchestrator.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	ctx := context.Background()
+	s, err := rs[0].Create(ctx, "late", orchestrator.SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every write of r0's lease leaves it expired, as renewals that
+	// arrive too late do.
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE FUNCTION late_renewal() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.lease_holder = 'r0' THEN NEW.lease_expiry := now() - interval '1 hour'; END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER late_renewal BEFORE UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION late_renewal();`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *orchestrator.TurnResult, 1)
+	go func() {
+		res, err := s.Run(ctx, "go")
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	testkit.WaitFor(t, time.Minute, "the sweep to find the expired lease of r0's own turn", func() bool {
+		return len(done) > 0 || strings.Contains(logs.String(), "the lease of a turn this replica runs expired")
+	})
+	select {
+	case res := <-done:
+		t.Fatalf("the turn ended while its lease renewed late: %+v\n%s", res, logs.String())
+	default:
+	}
+	close(gate)
+	res := <-done
+	if res == nil || res.StopReason != orchestrator.StopEndTurn || res.Text != "finished" {
+		t.Fatalf("turn: %+v\n%s", res, logs.String())
 	}
 }

@@ -220,6 +220,7 @@ func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Too
 		}
 	}
 	var msgID string
+	var completed []model.Block // with a shared store: blocks since the last call
 	resp, err := s.o.cfg.Model.Stream(ctx, req, func(ev model.Event) {
 		switch ev.Kind {
 		case model.EventMessageStart:
@@ -230,11 +231,21 @@ func (s *Session) request(ctx context.Context, l execapi.Link, tools []model.Too
 			s.publish(Event{Kind: EventRetry, Retry: ev.Retry})
 		case model.EventBlockComplete:
 			if ev.Block.Type != model.BlockToolUse {
+				if s.shared {
+					completed = append(completed, *ev.Block)
+				}
 				return
 			}
 			b := ev.Block
 			use := execapi.ToolUse{ID: b.ID, Name: b.Name, Input: ev.RawInput, MessageID: msgID}
-			callCtx := startCall(ctx, cs, use, func(e Event) { s.publish(e) })
+			var blocks []model.Block
+			if s.shared {
+				blocks, completed = append(completed, *b), nil
+			}
+			callCtx := startCall(ctx, cs, use, func(e Event) {
+				e.blocks = blocks
+				s.publish(e)
+			})
 			if s.runLocal(callCtx, &localCall{use: use, cs: cs, announce: s.publishResult, tools: tools, link: l}) {
 				return
 			}
