@@ -119,15 +119,6 @@ func follow(t *testing.T, ctx context.Context, addr, id string, after uint64, te
 	return stream
 }
 
-// TestFailoverMidTurn runs two orchestrator replicas on one PostgreSQL and
-// one toolsvc. A turn runs a long Bash call on replica a, which is killed
-// with SIGKILL while the call runs; replica b takes the turn over once the
-// lease expires, gets the call's result from the executor (which kept
-// running it) and asks the model again; b is killed while that model
-// request is pending, and a replica started anew in a's place takes the
-// turn over, issues the request again and completes the turn. The client
-// reconnects to whichever replica lives and receives every event after the
-// last one it saw; the Bash call ran exactly once.
 // createBypass creates session id on addr in bypassPermissions mode.
 func createBypass(t *testing.T, ctx context.Context, addr, id string) {
 	t.Helper()
@@ -166,19 +157,23 @@ func (v *clientView) count(what string) int {
 	return n
 }
 
+// until records the events of stream until done reports true.
+func (v *clientView) until(t *testing.T, stream orchv1.OrchestratorService_ConverseClient, done func() bool) {
+	t.Helper()
+	for !done() {
+		r, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("after %v: %v", v.got, err)
+		}
+		v.record(t, r)
+	}
+}
+
 // untilToolUse records the events of stream up to its first tool_use.
 func (v *clientView) untilToolUse(t *testing.T, stream orchv1.OrchestratorService_ConverseClient) {
 	t.Helper()
-	for {
-		r, err := stream.Recv()
-		if err != nil {
-			t.Fatalf("before the tool_use: %v", err)
-		}
-		v.record(t, r)
-		if r.GetToolUse() != nil {
-			return
-		}
-	}
+	n := len(v.got)
+	v.until(t, stream, func() bool { return len(v.got) > n && strings.HasPrefix(v.got[len(v.got)-1].what, "tool_use ") })
 }
 
 // untilTurnComplete records the events of stream up to the turn's end.
@@ -219,6 +214,17 @@ func waitRunning(t *testing.T, ctx context.Context, arg string) {
 	}
 }
 
+// TestFailoverMidTurn runs two orchestrator replicas on one PostgreSQL and
+// one toolsvc. A turn runs a quick and a long Bash call on replica a, which
+// is killed with SIGKILL after the quick one's result and while the long
+// one runs; replica b takes the turn over once the
+// lease expires, gets the call's result from the executor (which kept
+// running it) and asks the model again; b is killed while that model
+// request is pending, and a replica started anew in a's place takes the
+// turn over, issues the request again and completes the turn. The client
+// reconnects to whichever replica lives and receives every event after the
+// last one it saw, each call's result once; the long call ran exactly
+// once.
 func TestFailoverMidTurn(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	root := sandboxtest.Dir(t)
@@ -227,8 +233,10 @@ func TestFailoverMidTurn(t *testing.T) {
 	pending := make(chan struct{})
 	defer close(pending)
 	fake := fakeapi.New(t,
-		fakeapi.ToolTurn(fakeapi.ToolUse("toolu_long", "Bash", map[string]any{
-			"command": "printf 'x\\n' >> ledger.toolu_long; sleep " + sleepArg + "; echo long-done"})),
+		fakeapi.ToolTurn(
+			fakeapi.ToolUse("toolu_quick", "Bash", map[string]any{"command": "echo quick"}),
+			fakeapi.ToolUse("toolu_long", "Bash", map[string]any{
+				"command": "printf 'x\\n' >> ledger.toolu_long; sleep " + sleepArg + "; echo long-done"})),
 		// The request after the result hangs until its replica dies.
 		fakeapi.EndTurn(fakeapi.Block{Type: "text", Text: "never sent", Wait: pending}),
 		fakeapi.EndTurn(fakeapi.Text("All done.")),
@@ -244,7 +252,9 @@ func TestFailoverMidTurn(t *testing.T) {
 	stream := follow(t, ctx, a.addr, "fo", 0, "run the long job")
 	view.untilToolUse(t, stream)
 	first := view.got[0].seq - 1
-	// The call runs on the executor: kill the replica running the turn.
+	view.until(t, stream, func() bool { return view.count("tool_result toolu_quick") > 0 })
+	// The long call runs on the executor: kill the replica running the
+	// turn.
 	waitRunning(t, ctx, sleepArg)
 	// While a runs the turn, b refuses a second one: SESSION_BUSY.
 	busy := follow(t, ctx, b.addr, "fo", 0, "a second turn")
@@ -316,8 +326,10 @@ func TestFailoverMidTurn(t *testing.T) {
 	if !slices.Equal(view.got, want) {
 		t.Errorf("the client saw, over three replicas:\n%v\nthe store holds:\n%v", view.got, want)
 	}
-	if uses, results := view.count("tool_use toolu_long"), view.count("tool_result toolu_long"); uses != 1 || results != 1 {
-		t.Errorf("the client saw %d tool_use and %d tool_result events of toolu_long, want 1 and 1", uses, results)
+	for _, id := range []string{"toolu_quick", "toolu_long"} {
+		if uses, results := view.count("tool_use "+id), view.count("tool_result "+id); uses != 1 || results != 1 {
+			t.Errorf("the client saw %d tool_use and %d tool_result events of %s, want 1 and 1", uses, results, id)
+		}
 	}
 
 	// The executor ran the call once.
@@ -334,7 +346,8 @@ func TestFailoverMidTurn(t *testing.T) {
 		t.Errorf("the request issued again differs:\n%s\n%s", a, b)
 	}
 	msgs := reqs[2].Body.Messages
-	if len(msgs) != 3 || msgs[2].Content[0].ToolUseID != "toolu_long" || msgs[2].Content[0].Content[0].Text != "long-done" {
+	if len(msgs) != 3 || len(msgs[2].Content) != 2 || msgs[2].Content[0].ToolUseID != "toolu_quick" || msgs[2].Content[0].Content[0].Text != "quick" ||
+		msgs[2].Content[1].ToolUseID != "toolu_long" || msgs[2].Content[1].Content[0].Text != "long-done" {
 		t.Errorf("the request after the call carries %+v", msgs)
 	}
 	// Any replica describes the session the same.
@@ -352,12 +365,15 @@ func TestFailoverMidTurn(t *testing.T) {
 }
 
 // TestFailoverMidResponse: a replica that dies while the model's response
-// still streams, after it sent a complete tool_use to the executor, leaves
-// a call running that the transcript does not show yet. The replica that
-// takes the turn over finds the response's blocks up to that call in the
-// store, records them as the message, waits for the call's result (it ran
-// once) and asks the model again with it, as after a cut stream: the
-// client sees the tool_use and its tool_result once each.
+// still streams, after it sent complete tool_use blocks to the executor
+// (or ran them itself), leaves calls that the transcript does not show yet,
+// one running, two done. The replica that takes the turn over finds the
+// response's blocks up to the last call in the store and records them as
+// the message; the calls done keep the results clients were told of (the
+// orchestrator's own TaskList is not sent to the executor, which does not
+// have it), the running one's result comes from the executor (it ran
+// once), and the model is asked again with all three, as after a cut
+// stream: the client sees each tool_use and its tool_result once.
 func TestFailoverMidResponse(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	root := sandboxtest.Dir(t)
@@ -371,6 +387,8 @@ func TestFailoverMidResponse(t *testing.T) {
 		fakeapi.ToolTurn(
 			fakeapi.Thinking("the job is long", "sig-mid"),
 			fakeapi.Text("Starting the job."),
+			fakeapi.ToolUse("toolu_fast", "Bash", map[string]any{"command": "echo fast"}),
+			fakeapi.ToolUse("toolu_list", "TaskList", map[string]any{}),
 			fakeapi.ToolUse("toolu_mid", "Bash", map[string]any{
 				"command": "printf 'x\\n' >> ledger.toolu_mid; sleep " + sleepArg + "; echo mid-done"}),
 			fakeapi.Block{Type: "text", Text: "never sent", Wait: cut},
@@ -384,7 +402,9 @@ func TestFailoverMidResponse(t *testing.T) {
 	createBypass(t, ctx, a.addr, "mid")
 	var view clientView
 	stream := follow(t, ctx, a.addr, "mid", 0, "run the job")
-	view.untilToolUse(t, stream)
+	view.until(t, stream, func() bool {
+		return view.count("tool_result toolu_fast") > 0 && view.count("tool_result toolu_list") > 0 && view.count("tool_use toolu_mid") > 0
+	})
 	waitRunning(t, ctx, sleepArg)
 	a.kill(t)
 	view.rest(t, stream)
@@ -395,8 +415,10 @@ func TestFailoverMidResponse(t *testing.T) {
 		t.Fatalf("turn complete: %v", done)
 	}
 	t.Logf("events the client saw over two replicas: %v", view.got)
-	if uses, results := view.count("tool_use toolu_mid"), view.count("tool_result toolu_mid"); uses != 1 || results != 1 {
-		t.Errorf("the client saw %d tool_use and %d tool_result events of toolu_mid, want 1 and 1", uses, results)
+	for _, id := range []string{"toolu_fast", "toolu_list", "toolu_mid"} {
+		if uses, results := view.count("tool_use "+id), view.count("tool_result "+id); uses != 1 || results != 1 {
+			t.Errorf("the client saw %d tool_use and %d tool_result events of %s, want 1 and 1", uses, results, id)
+		}
 	}
 	if ledger, err := os.ReadFile(filepath.Join(root, "ledger.toolu_mid")); err != nil || string(ledger) != "x\n" {
 		t.Errorf("ledger of toolu_mid: %q %v, want one run", ledger, err)
@@ -411,12 +433,19 @@ func TestFailoverMidResponse(t *testing.T) {
 	if len(msgs) != 3 {
 		t.Fatalf("the request after the take-over carries %s", mustJSON(t, msgs))
 	}
-	if c := msgs[1].Content; len(c) != 3 || c[0].Type != model.BlockThinking || c[0].Signature != "sig-mid" ||
-		c[1].Text != "Starting the job." || c[2].ID != "toolu_mid" || c[2].Name != "Bash" {
-		t.Errorf("the response up to the call was recorded as %s", mustJSON(t, msgs[1]))
+	if c := msgs[1].Content; len(c) != 5 || c[0].Type != model.BlockThinking || c[0].Signature != "sig-mid" ||
+		c[1].Text != "Starting the job." || c[2].ID != "toolu_fast" || c[3].ID != "toolu_list" || c[4].ID != "toolu_mid" {
+		t.Errorf("the response up to the last call was recorded as %s", mustJSON(t, msgs[1]))
 	}
-	if c := msgs[2].Content; len(c) != 1 || c[0].ToolUseID != "toolu_mid" || c[0].Content[0].Text != "mid-done" {
-		t.Errorf("the call's result went back as %s", mustJSON(t, msgs[2]))
+	results := map[string]string{}
+	for _, b := range msgs[2].Content {
+		if len(b.Content) == 1 && (b.IsError == nil || !*b.IsError) {
+			results[b.ToolUseID] = b.Content[0].Text
+		}
+	}
+	if len(msgs[2].Content) != 3 || results["toolu_fast"] != "fast" || results["toolu_mid"] != "mid-done" ||
+		!strings.Contains(results["toolu_list"], "No tasks") {
+		t.Errorf("the calls' results went back as %s", mustJSON(t, msgs[2]))
 	}
 }
 

@@ -252,8 +252,9 @@ func (o *Orchestrator) load(ctx context.Context, id string) (*Session, error) {
 }
 
 // repair gives the tool_use blocks of a trailing assistant message, whose
-// results were never recorded, interrupted results, so the transcript is
-// valid to send again.
+// results were never recorded, the results clients were told of, or
+// interrupted ones (told to clients too), so the transcript is valid to
+// send again.
 func (s *Session) repair() error {
 	s.mu.Lock()
 	var uses []model.Block
@@ -264,9 +265,15 @@ func (s *Session) repair() error {
 	if len(uses) == 0 {
 		return nil
 	}
+	announced := s.takeAnnounced()
 	var blocks []model.Block
 	for _, u := range uses {
-		blocks = append(blocks, ToolResultBlock(syntheticResult(u.ID, u.Name, textRestarted)))
+		r := announced[u.ID]
+		if r == nil {
+			r = syntheticResult(u.ID, u.Name, textRestarted)
+			s.publishResult(r)
+		}
+		blocks = append(blocks, ToolResultBlock(r))
 	}
 	return s.addMessage(model.Message{Role: model.RoleUser, Content: blocks}, "")
 }

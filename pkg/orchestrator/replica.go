@@ -25,7 +25,7 @@ import (
 // resumes the executor session after the last executor event stored (calls
 // keep running, their events are replayed, none runs twice), records the
 // response the dead replica was streaming up to the last call it had sent
-// (recoverResponse), asks the model again if a request was under way, and
+// (recoverTurn), asks the model again if a request was under way, and
 // finishes the turn.
 
 // Defaults of replicas.
@@ -467,7 +467,7 @@ func (s *Session) lease(ctx context.Context, takenOver bool) error {
 		s.link = nil
 	}
 	s.linkMu.Unlock()
-	if err := s.recoverResponse(ctx); err != nil {
+	if err := s.recoverTurn(ctx); err != nil {
 		_ = st.EndLease(context.WithoutCancel(ctx), s.id, s.o.cfg.Replica)
 		return err
 	}
@@ -483,23 +483,26 @@ func (s *Session) lease(ctx context.Context, takenOver bool) error {
 	return nil
 }
 
-// recoverResponse records the response a replica was streaming when it
-// stopped, up to the last call it made: that replica sent the calls to the
-// executor the moment each was complete, where they run on, so the
-// transcript must show them for their results to be had and sent back,
-// as after a cut stream. The blocks are those the store recorded with the
-// calls' events since the transcript's last message. A turn that is not
-// open, or whose transcript ends with the model's message, was not
-// streaming a response; one that made no call leaves nothing to record.
-// The lease is held.
-func (s *Session) recoverResponse(ctx context.Context) error {
+// recoverTurn takes up what the stored events say of a turn a replica
+// left open. It records the response that replica was streaming, up to the
+// last call it made: the replica sent the calls to the executor the moment
+// each was complete, where they run on, so the transcript must show them
+// for their results to be had and sent back, as after a cut stream (the
+// blocks are those the store recorded with the calls' events). And it
+// keeps the results clients were already told of (announced), which the
+// calls get instead of being run or answered again. Only the events since
+// the transcript's last user message are read. The lease is held.
+func (s *Session) recoverTurn(ctx context.Context) error {
 	s.mu.Lock()
-	streaming := s.turnOpen && len(s.messages) > 0 && s.messages[len(s.messages)-1].Role == model.RoleUser
+	open := s.turnOpen
+	streaming := open && len(s.messages) > 0 && s.messages[len(s.messages)-1].Role == model.RoleUser
+	s.announced = nil
 	s.mu.Unlock()
-	if !streaming {
+	if !open {
 		return nil
 	}
 	var calls []Event // the response's calls, newest first
+	announced := map[string]*execapi.CallResult{}
 	for to, done := s.events.last(), false; to > 0 && !done; {
 		from := to - min(to, responsePage)
 		stored, err := s.o.cfg.Store.Events(ctx, s.id, from, int(to-from))
@@ -512,14 +515,22 @@ func (s *Session) recoverResponse(ctx context.Context) error {
 				return fmt.Errorf("event %d of session %s: %w", stored[i].Seq, s.id, err)
 			}
 			switch {
-			case ev.Kind == EventMessage:
-				done = true // the transcript holds what came before
-			case ev.Kind == EventToolUse && len(ev.blocks) > 0 && (len(calls) == 0 || ev.MessageID == calls[0].MessageID):
+			case ev.Kind == EventMessage && ev.Message != nil && ev.Message.Role == model.RoleUser:
+				// The transcript holds what came before; results of
+				// calls that ended while the model still wrote its
+				// message may come before that message's event.
+				done = true
+			case ev.Kind == EventToolResult && ev.ParentToolUseID == "" && ev.Result != nil:
+				announced[ev.Result.ToolUseID] = ev.Result
+			case streaming && ev.Kind == EventToolUse && len(ev.blocks) > 0 && (len(calls) == 0 || ev.MessageID == calls[0].MessageID):
 				calls = append(calls, ev)
 			}
 		}
 		to = from
 	}
+	s.mu.Lock()
+	s.announced = announced
+	s.mu.Unlock()
 	if len(calls) == 0 {
 		return nil
 	}
@@ -533,7 +544,16 @@ func (s *Session) recoverResponse(ctx context.Context) error {
 	return s.addMessage(msg, calls[0].MessageID)
 }
 
-// responsePage is how many stored events recoverResponse reads at a time.
+// takeAnnounced returns the results recoverTurn found and forgets them.
+func (s *Session) takeAnnounced() map[string]*execapi.CallResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.announced
+	s.announced = nil
+	return a
+}
+
+// responsePage is how many stored events recoverTurn reads at a time.
 const responsePage = 256
 
 // release ends the turn's lease: renewing stops, the executor stream is

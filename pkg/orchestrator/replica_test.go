@@ -12,12 +12,15 @@ import (
 
 	"github.com/toolwire/toolwire/internal/testkit"
 	"github.com/toolwire/toolwire/pkg/embedded"
+	"github.com/toolwire/toolwire/pkg/execapi"
 	"github.com/toolwire/toolwire/pkg/model"
 	"github.com/toolwire/toolwire/pkg/model/fakeapi"
 	"github.com/toolwire/toolwire/pkg/orchestrator"
 	"github.com/toolwire/toolwire/pkg/orchestrator/pgstore"
 	"github.com/toolwire/toolwire/pkg/orchestrator/pgstore/pgtest"
+	"github.com/toolwire/toolwire/pkg/orchestrator/transcript"
 	"github.com/toolwire/toolwire/pkg/sandbox/sandboxtest"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 // replicas starts n orchestrators on one PostgreSQL and one in-process
@@ -349,5 +352,87 @@ func TestLateRenewalKeepsTheTurn(t *testing.T) {
 	res := <-done
 	if res == nil || res.StopReason != orchestrator.StopEndTurn || res.Text != "finished" {
 		t.Fatalf("turn: %+v\n%s", res, logs.String())
+	}
+}
+
+// TestLeftTurnKeepsToldResults: a turn whose replica stopped, and which no
+// replica took over, is mended when the next turn starts: each call the
+// transcript shows without a result gets the result clients were told of
+// (stored as an event), or else an interrupted one, which clients are told
+// of too. No call ends up with two results, or none.
+func TestLeftTurnKeepsToldResults(t *testing.T) {
+	fake := fakeapi.New(t, fakeapi.EndTurn(fakeapi.Text("carried on")))
+	rs, dsn := replicas(t, fake, 1)
+	ctx := context.Background()
+	if _, err := rs[0].Create(ctx, "left", orchestrator.SessionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	// What a replica that stopped mid-turn left: the model's message with
+	// two calls, and the event of one call's result.
+	ghost, err := pgstore.Open(ctx, dsn, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ghost.Close()
+	for _, m := range []model.Message{
+		{Role: model.RoleUser, Content: []model.Block{model.TextBlock("run both")}},
+		{Role: model.RoleAssistant, Content: []model.Block{
+			{Type: model.BlockToolUse, ID: "toolu_told", Name: "Bash", Input: []byte(`{"command":"echo told"}`)},
+			{Type: model.BlockToolUse, ID: "toolu_lost", Name: "Bash", Input: []byte(`{"command":"sleep 9"}`)},
+		}},
+	} {
+		if err := ghost.Append(ctx, "left", transcript.Record{Kind: transcript.KindMessage, Time: time.Now(), Message: &m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last, err := ghost.LastEvent(ctx, "left")
+	if err != nil {
+		t.Fatal(err)
+	}
+	told, err := orchestrator.EncodeEvent(orchestrator.Event{Kind: orchestrator.EventToolResult,
+		Result: &execapi.CallResult{ToolUseID: "toolu_told", ToolName: "Bash", Result: tool.Text("told")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ghost.AddEvent(ctx, "left", orchestrator.StoredEvent{Seq: last + 1, Data: told}); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := rs[0].Session(ctx, "left")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := s.Subscribe(s.LastSequence())
+	if res, err := s.Run(ctx, "go on"); err != nil || res.Text != "carried on" {
+		t.Fatalf("next turn: %+v %v", res, err)
+	}
+	results := map[string]int{}
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == orchestrator.EventToolResult {
+			results[ev.Result.ToolUseID]++
+		}
+		if ev.Kind == orchestrator.EventTurnComplete {
+			break
+		}
+	}
+	if results["toolu_told"] != 0 || results["toolu_lost"] != 1 {
+		t.Errorf("result events in the next turn: %v, want one for toolu_lost only", results)
+	}
+	msgs := fake.Requests()[0].Body.Messages
+	if len(msgs) != 3 {
+		t.Fatalf("the next request carries %d messages: %+v", len(msgs), msgs)
+	}
+	got := map[string]string{}
+	for _, b := range msgs[2].Content {
+		if b.Type == model.BlockToolResult && len(b.Content) > 0 {
+			got[b.ToolUseID] = b.Content[0].Text
+		}
+	}
+	if got["toolu_told"] != "told" || !strings.Contains(got["toolu_lost"], "Interrupted") {
+		t.Errorf("the calls' results went back as %v", got)
 	}
 }

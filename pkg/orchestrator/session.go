@@ -60,7 +60,11 @@ type Session struct {
 	notes    []string // task notifications not yet told to the model
 	endLease func()   // stops renewing the running turn's lease; nil otherwise
 	turnOpen bool     // the stored transcript shows a turn that has not ended (shared store)
-	closed   bool
+	// announced holds the results of the open turn's last calls that
+	// clients were told of (stored as events) before this replica took the
+	// lease: the calls without a recorded result get these, not new ones.
+	announced map[string]*execapi.CallResult
+	closed    bool
 
 	// What the executor said of the session (Hello, McpToolsChanged).
 	sandbox    *execapi.SandboxInfo

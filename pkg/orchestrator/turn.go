@@ -403,13 +403,19 @@ func (s *Session) lastRole() model.Role {
 }
 
 // waitAgain makes the calls of a turn taken over the ones the session
-// waits for.
+// waits for. Those whose results clients were told of already have them.
 func (s *Session) waitAgain(ctx context.Context, uses []model.Block) *callSet {
 	cs := newCallSet(ctx)
 	for _, b := range uses {
 		use := execapi.ToolUse{ID: b.ID, Name: b.Name, Input: string(b.Input)}
 		_, span := startToolCall(ctx, use)
 		cs.add(use, span)
+	}
+	announced := s.takeAnnounced()
+	for _, b := range uses {
+		if r := announced[b.ID]; r != nil {
+			cs.deliver(r, func(*execapi.CallResult) {}) // told already
+		}
 	}
 	s.mu.Lock()
 	s.calls = cs
@@ -420,8 +426,14 @@ func (s *Session) waitAgain(ctx context.Context, uses []model.Block) *callSet {
 // resubmit sends again the calls of cs still without a result: the
 // executor runs an id once, so a call that ran, or runs still, is not run
 // again (its result comes in the replay), and one that never arrived runs
-// now.
+// now. A call the orchestrator ran itself ran on the replica that stopped,
+// and its work stopped with it: it gets an interrupted result.
 func (s *Session) resubmit(l execapi.Link, cs *callSet) {
+	for _, c := range cs.unfinished() {
+		if isLocal(c.use.Name) {
+			cs.deliver(syntheticResult(c.use.ID, c.use.Name, textRestarted), s.publishResult)
+		}
+	}
 	for _, c := range cs.unfinished() {
 		if err := l.Submit(c.ctx(), c.use); err != nil {
 			s.log.Warn("send again a call of the turn taken over; will resend after resuming", "tool_use_id", c.use.ID, "err", err)
