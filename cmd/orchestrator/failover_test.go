@@ -367,13 +367,15 @@ func TestFailoverMidTurn(t *testing.T) {
 // TestFailoverMidResponse: a replica that dies while the model's response
 // still streams, after it sent complete tool_use blocks to the executor
 // (or ran them itself), leaves calls that the transcript does not show yet,
-// one running, two done. The replica that takes the turn over finds the
+// two running, two done. The replica that takes the turn over finds the
 // response's blocks up to the last call in the store and records them as
 // the message; the calls done keep the results clients were told of (the
 // orchestrator's own TaskList is not sent to the executor, which does not
 // have it), the running one's result comes from the executor (it ran
-// once), and the model is asked again with all three, as after a cut
-// stream: the client sees each tool_use and its tool_result once.
+// once), an Agent call whose subagent was still at work on the dead
+// replica gets an interrupted result, and the model is asked again with
+// all four, as after a cut stream: the client sees each tool_use and its
+// tool_result once.
 func TestFailoverMidResponse(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	root := sandboxtest.Dir(t)
@@ -389,10 +391,13 @@ func TestFailoverMidResponse(t *testing.T) {
 			fakeapi.Text("Starting the job."),
 			fakeapi.ToolUse("toolu_fast", "Bash", map[string]any{"command": "echo fast"}),
 			fakeapi.ToolUse("toolu_list", "TaskList", map[string]any{}),
+			fakeapi.ToolUse("toolu_agent", "Agent", map[string]any{"description": "wait", "prompt": "wait"}),
 			fakeapi.ToolUse("toolu_mid", "Bash", map[string]any{
 				"command": "printf 'x\\n' >> ledger.toolu_mid; sleep " + sleepArg + "; echo mid-done"}),
 			fakeapi.Block{Type: "text", Text: "never sent", Wait: cut},
 		),
+		// The subagent's request, which never ends on a.
+		fakeapi.EndTurn(fakeapi.Block{Type: "text", Text: "never sent", Wait: cut}),
 		fakeapi.EndTurn(fakeapi.Text("Done after all.")),
 	)
 	a := startReplica(t, fake, dsn, "a", toolsvc)
@@ -405,6 +410,9 @@ func TestFailoverMidResponse(t *testing.T) {
 	view.until(t, stream, func() bool {
 		return view.count("tool_result toolu_fast") > 0 && view.count("tool_result toolu_list") > 0 && view.count("tool_use toolu_mid") > 0
 	})
+	if _, err := fake.WaitRequests(ctx, 2); err != nil {
+		t.Fatalf("the subagent never asked the model: %v", err)
+	}
 	waitRunning(t, ctx, sleepArg)
 	a.kill(t)
 	view.rest(t, stream)
@@ -415,7 +423,7 @@ func TestFailoverMidResponse(t *testing.T) {
 		t.Fatalf("turn complete: %v", done)
 	}
 	t.Logf("events the client saw over two replicas: %v", view.got)
-	for _, id := range []string{"toolu_fast", "toolu_list", "toolu_mid"} {
+	for _, id := range []string{"toolu_fast", "toolu_list", "toolu_agent", "toolu_mid"} {
 		if uses, results := view.count("tool_use "+id), view.count("tool_result "+id); uses != 1 || results != 1 {
 			t.Errorf("the client saw %d tool_use and %d tool_result events of %s, want 1 and 1", uses, results, id)
 		}
@@ -423,28 +431,35 @@ func TestFailoverMidResponse(t *testing.T) {
 	if ledger, err := os.ReadFile(filepath.Join(root, "ledger.toolu_mid")); err != nil || string(ledger) != "x\n" {
 		t.Errorf("ledger of toolu_mid: %q %v, want one run", ledger, err)
 	}
-	// b asked the model once, with the response up to the call and the
-	// call's result.
+	// b asked the model once, with the response up to the last call and
+	// the calls' results; the subagent, whose work ended with a, was not
+	// started again.
 	reqs := fake.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("%d model requests, want 2", len(reqs))
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3", len(reqs))
 	}
-	msgs := reqs[1].Body.Messages
+	msgs := reqs[2].Body.Messages
 	if len(msgs) != 3 {
 		t.Fatalf("the request after the take-over carries %s", mustJSON(t, msgs))
 	}
-	if c := msgs[1].Content; len(c) != 5 || c[0].Type != model.BlockThinking || c[0].Signature != "sig-mid" ||
-		c[1].Text != "Starting the job." || c[2].ID != "toolu_fast" || c[3].ID != "toolu_list" || c[4].ID != "toolu_mid" {
+	if c := msgs[1].Content; len(c) != 6 || c[0].Type != model.BlockThinking || c[0].Signature != "sig-mid" ||
+		c[1].Text != "Starting the job." || c[2].ID != "toolu_fast" || c[3].ID != "toolu_list" ||
+		c[4].ID != "toolu_agent" || c[5].ID != "toolu_mid" {
 		t.Errorf("the response up to the last call was recorded as %s", mustJSON(t, msgs[1]))
 	}
-	results := map[string]string{}
+	results, failed := map[string]string{}, map[string]string{}
 	for _, b := range msgs[2].Content {
-		if len(b.Content) == 1 && (b.IsError == nil || !*b.IsError) {
+		if len(b.Content) != 1 {
+			continue
+		}
+		if b.IsError != nil && *b.IsError {
+			failed[b.ToolUseID] = b.Content[0].Text
+		} else {
 			results[b.ToolUseID] = b.Content[0].Text
 		}
 	}
-	if len(msgs[2].Content) != 3 || results["toolu_fast"] != "fast" || results["toolu_mid"] != "mid-done" ||
-		!strings.Contains(results["toolu_list"], "No tasks") {
+	if len(msgs[2].Content) != 4 || results["toolu_fast"] != "fast" || results["toolu_mid"] != "mid-done" ||
+		!strings.Contains(results["toolu_list"], "No tasks") || !strings.Contains(failed["toolu_agent"], "Interrupted") {
 		t.Errorf("the calls' results went back as %s", mustJSON(t, msgs[2]))
 	}
 }

@@ -515,12 +515,14 @@ func (s *Session) recoverTurn(ctx context.Context) error {
 				return fmt.Errorf("event %d of session %s: %w", stored[i].Seq, s.id, err)
 			}
 			switch {
+			case ev.ParentToolUseID != "":
+				// A subagent's: its conversation is not the session's.
 			case ev.Kind == EventMessage && ev.Message != nil && ev.Message.Role == model.RoleUser:
 				// The transcript holds what came before; results of
 				// calls that ended while the model still wrote its
 				// message may come before that message's event.
 				done = true
-			case ev.Kind == EventToolResult && ev.ParentToolUseID == "" && ev.Result != nil:
+			case ev.Kind == EventToolResult && ev.Result != nil:
 				announced[ev.Result.ToolUseID] = ev.Result
 			case streaming && ev.Kind == EventToolUse && len(ev.blocks) > 0 && (len(calls) == 0 || ev.MessageID == calls[0].MessageID):
 				calls = append(calls, ev)

@@ -65,6 +65,22 @@ func replicas(t *testing.T, fake *fakeapi.Server, n int, opts ...func(*orchestra
 	return out, dsn
 }
 
+// turnEvents reads sub's events up to the end of a turn, which it includes.
+func turnEvents(t *testing.T, ctx context.Context, sub *orchestrator.Subscription) []orchestrator.Event {
+	t.Helper()
+	var evs []orchestrator.Event
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+		if ev.Kind == orchestrator.EventTurnComplete {
+			return evs
+		}
+	}
+}
+
 // TestReplicasServeAnySession: a session created on one replica is served
 // by the other: turns run on either, each sees the other's, a turn running
 // on one makes the other refuse a second (SESSION_BUSY, naming the
@@ -113,23 +129,11 @@ func TestReplicasServeAnySession(t *testing.T) {
 		t.Error("r1 does not report the session busy while r0 runs its turn")
 	}
 	close(gate)
-	var texts []string
-	for {
-		ev, err := sub.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Kind == orchestrator.EventText {
-			texts = append(texts, ev.Text)
-		}
-		if ev.Kind == orchestrator.EventTurnComplete {
-			if ev.Turn.Text != "held on r0" {
-				t.Errorf("turn complete on r1: %+v", ev.Turn)
-			}
-			break
-		}
+	evs := turnEvents(t, ctx, sub)
+	if end := evs[len(evs)-1]; end.Turn.Text != "held on r0" {
+		t.Errorf("turn complete on r1: %+v", end.Turn)
 	}
-	if len(texts) == 0 {
+	if len(ofKind(evs, orchestrator.EventText)) == 0 {
 		t.Error("r1's client saw no text of r0's turn")
 	}
 	// The lease is free again: r1 runs the next turn.
@@ -179,17 +183,9 @@ func TestReplicaInterruptReachesTheTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	s1.Interrupt("from r1")
-	for {
-		ev, err := sub.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Kind == orchestrator.EventTurnComplete {
-			if ev.Turn.StopReason != orchestrator.StopInterrupted {
-				t.Errorf("turn ended %s, want interrupted", ev.Turn.StopReason)
-			}
-			break
-		}
+	evs := turnEvents(t, ctx, sub)
+	if end := evs[len(evs)-1]; end.Turn.StopReason != orchestrator.StopInterrupted {
+		t.Errorf("turn ended %s, want interrupted", end.Turn.StopReason)
 	}
 	msgs := s0.Messages()
 	last := msgs[len(msgs)-1]
@@ -279,11 +275,7 @@ func TestReplicaEventsKeepTheirAgent(t *testing.T) {
 		t.Fatalf("turn on r0: %+v %v", res, err)
 	}
 	parents := map[string]string{} // tool_use id: its event's ParentToolUseID
-	for {
-		ev, err := sub.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range turnEvents(t, ctx, sub) {
 		switch ev.Kind {
 		case orchestrator.EventToolUse:
 			parents[ev.ToolUse.ID] = ev.ParentToolUseID
@@ -291,9 +283,6 @@ func TestReplicaEventsKeepTheirAgent(t *testing.T) {
 			if want := parents[ev.Result.ToolUseID]; ev.ParentToolUseID != want {
 				t.Errorf("the result of %s came with parent %q, its tool_use with %q", ev.Result.ToolUseID, ev.ParentToolUseID, want)
 			}
-		}
-		if ev.Kind == orchestrator.EventTurnComplete {
-			break
 		}
 	}
 	if p, ok := parents["toolu_sub"]; !ok || p != "toolu_agent" || parents["toolu_agent"] != "" {
@@ -407,17 +396,8 @@ func TestLeftTurnKeepsToldResults(t *testing.T) {
 		t.Fatalf("next turn: %+v %v", res, err)
 	}
 	results := map[string]int{}
-	for {
-		ev, err := sub.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Kind == orchestrator.EventToolResult {
-			results[ev.Result.ToolUseID]++
-		}
-		if ev.Kind == orchestrator.EventTurnComplete {
-			break
-		}
+	for _, ev := range ofKind(turnEvents(t, ctx, sub), orchestrator.EventToolResult) {
+		results[ev.Result.ToolUseID]++
 	}
 	if results["toolu_told"] != 0 || results["toolu_lost"] != 1 {
 		t.Errorf("result events in the next turn: %v, want one for toolu_lost only", results)
@@ -426,13 +406,8 @@ func TestLeftTurnKeepsToldResults(t *testing.T) {
 	if len(msgs) != 3 {
 		t.Fatalf("the next request carries %d messages: %+v", len(msgs), msgs)
 	}
-	got := map[string]string{}
-	for _, b := range msgs[2].Content {
-		if b.Type == model.BlockToolResult && len(b.Content) > 0 {
-			got[b.ToolUseID] = b.Content[0].Text
-		}
-	}
-	if got["toolu_told"] != "told" || !strings.Contains(got["toolu_lost"], "Interrupted") {
-		t.Errorf("the calls' results went back as %v", got)
+	got, _ := toolResults(msgs[2])
+	if resultText(got["toolu_told"]) != "told" || !strings.Contains(resultText(got["toolu_lost"]), "Interrupted") {
+		t.Errorf("the calls' results went back as %s", mustJSON(msgs[2]))
 	}
 }
