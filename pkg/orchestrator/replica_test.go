@@ -65,6 +65,21 @@ func replicas(t *testing.T, fake *fakeapi.Server, n int, opts ...func(*orchestra
 	return out, dsn
 }
 
+// onBoth creates session id on rs[0] and returns it as each of the first
+// two replicas serves it.
+func onBoth(t *testing.T, rs []*orchestrator.Orchestrator, id string) (s0, s1 *orchestrator.Session) {
+	t.Helper()
+	ctx := context.Background()
+	s0, err := rs[0].Create(ctx, id, orchestrator.SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s1, err = rs[1].Session(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	return s0, s1
+}
+
 // turnEvents reads sub's events up to the end of a turn, which it includes.
 func turnEvents(t *testing.T, ctx context.Context, sub *orchestrator.Subscription) []orchestrator.Event {
 	t.Helper()
@@ -167,14 +182,7 @@ func TestReplicaInterruptReachesTheTurn(t *testing.T) {
 	fake := fakeapi.New(t, fakeapi.EndTurn(fakeapi.Block{Type: "text", Text: "never", Wait: gate}))
 	rs, _ := replicas(t, fake, 2)
 	ctx := context.Background()
-	s0, err := rs[0].Create(ctx, "s1", orchestrator.SessionConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s1, err := rs[1].Session(ctx, "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s0, s1 := onBoth(t, rs, "s1")
 	sub := s1.Subscribe(s1.LastSequence())
 	if err := s0.Start("wait"); err != nil {
 		t.Fatal(err)
@@ -262,14 +270,7 @@ func TestReplicaEventsKeepTheirAgent(t *testing.T) {
 		}))
 	rs, _ := replicas(t, fake, 2)
 	ctx := context.Background()
-	s0, err := rs[0].Create(ctx, "agents", orchestrator.SessionConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s1, err := rs[1].Session(ctx, "agents")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s0, s1 := onBoth(t, rs, "agents")
 	sub := s1.Subscribe(s1.LastSequence())
 	if res, err := s0.Run(ctx, "go"); err != nil || res.Text != "done" {
 		t.Fatalf("turn on r0: %+v %v", res, err)

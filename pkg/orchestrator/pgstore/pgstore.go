@@ -291,24 +291,29 @@ func (st *Store) Binding(ctx context.Context, id string) (orchestrator.Binding, 
 
 func interval(ttl time.Duration) string { return fmt.Sprintf("%d microseconds", ttl.Microseconds()) }
 
-// Acquire takes the lease when it is free or holder's.
+// Acquire takes the lease when it is free or holder's. A lease freed
+// between the attempt and the look at its holder (the turn before ending
+// on another replica) is tried for again.
 func (st *Store) Acquire(ctx context.Context, id, holder string, ttl time.Duration) error {
-	tag, err := st.pool.Exec(ctx, `UPDATE sessions SET lease_holder = $2, lease_expiry = now() + $3::interval
-		WHERE id = $1 AND (lease_holder = '' OR lease_holder = $2)`, id, holder, interval(ttl))
-	if err != nil {
-		return fmt.Errorf("lease of session %s: %w", id, err)
+	const attempts = 3
+	for range attempts {
+		tag, err := st.pool.Exec(ctx, `UPDATE sessions SET lease_holder = $2, lease_expiry = now() + $3::interval
+			WHERE id = $1 AND (lease_holder = '' OR lease_holder = $2)`, id, holder, interval(ttl))
+		if err != nil {
+			return fmt.Errorf("lease of session %s: %w", id, err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+		h, exp, err := st.Lease(ctx, id)
+		if err != nil {
+			return err
+		}
+		if h != "" {
+			return &orchestrator.LeaseError{Holder: h, Expiry: exp}
+		}
 	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	h, exp, err := st.Lease(ctx, id)
-	if err != nil {
-		return err
-	}
-	if h == "" {
-		return fmt.Errorf("lease of session %s: freed meanwhile: %w", id, &orchestrator.LeaseError{})
-	}
-	return &orchestrator.LeaseError{Holder: h, Expiry: exp}
+	return fmt.Errorf("lease of session %s: freed and taken %d times meanwhile: %w", id, attempts, &orchestrator.LeaseError{})
 }
 
 // Renew extends holder's lease.
